@@ -1,0 +1,194 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RequestedAtAnnotation asks for one crawl now: any new value triggers a crawl
+// and is echoed in status.lastHandledRequestedAt. It lives in metadata, not
+// spec, so GitOps tools never see drift.
+const RequestedAtAnnotation = "crawl.lohisoft.com/requested-at"
+
+// CrawlTargetSpec declares one site to crawl.
+//
+// The URL rules are CEL so that `kubectl apply` rejects a bad manifest with a
+// message naming spec.url instead of the operator failing later.
+type CrawlTargetSpec struct {
+	// URL is where the crawl starts. Its scheme, host and port name the site;
+	// the crawl never leaves that site. http or https only; the host must be
+	// a DNS name or an IPv4 address (the bot never uses IPv6).
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self)",message="spec.url must be an absolute URL such as https://example.com/"
+	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getScheme() in ['http', 'https']",message="spec.url must use the http or https scheme"
+	// +kubebuilder:validation:XValidation:rule="!isURL(self) || !url(self).getHostname().contains(':')",message="spec.url must not be an IPv6 address: LohiSoftBot crawls over IPv4 only"
+	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getHostname().matches('^([A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)(\\\\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*\\\\.?$')",message="spec.url host must be a DNS name or an IPv4 address"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][-+.A-Za-z0-9]*://[^/?#]*@')",message="spec.url must not contain credentials: LohiSoftBot never logs in"
+	URL string `json:"url"`
+
+	// MaxPages is the page budget of one crawl. The bot promises site owners
+	// at most 20 pages per site.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	// +kubebuilder:default=20
+	// +optional
+	MaxPages int32 `json:"maxPages,omitempty"`
+
+	// Interval is the time from the end of one successful crawl to the start
+	// of the next.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h')",message="spec.interval must be at least 1h"
+	// +kubebuilder:default="168h"
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// Delay is the gap between the starts of two requests to the site. The
+	// operator raises it to its --min-crawl-delay floor, and the crawler to
+	// the site's robots.txt Crawl-delay.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('60s')",message="spec.delay must be at most 60s"
+	// +kubebuilder:default="1s"
+	// +optional
+	Delay *metav1.Duration `json:"delay,omitempty"`
+
+	// Suspend stops new crawls. A crawl already running finishes.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// CrawlPhase is a one-word summary of where a CrawlTarget is.
+// +kubebuilder:validation:Enum=Pending;Waiting;Running;Succeeded;Failed;Excluded;Duplicate
+type CrawlPhase string
+
+const (
+	PhasePending   CrawlPhase = "Pending"
+	PhaseWaiting   CrawlPhase = "Waiting"
+	PhaseRunning   CrawlPhase = "Running"
+	PhaseSucceeded CrawlPhase = "Succeeded"
+	PhaseFailed    CrawlPhase = "Failed"
+	PhaseExcluded  CrawlPhase = "Excluded"
+	PhaseDuplicate CrawlPhase = "Duplicate"
+)
+
+// Condition types and reasons of a CrawlTarget, beyond Ready/Reconciling/Stalled.
+const (
+	// ConditionCrawling is True while a crawler Pod runs for the target.
+	ConditionCrawling = "Crawling"
+
+	ReasonCrawled            = "Crawled"
+	ReasonCrawling           = "Crawling"
+	ReasonCrawlFailed        = "CrawlFailed"
+	ReasonExcluded           = "Excluded"
+	ReasonDuplicateSite      = "DuplicateSite"
+	ReasonWaitingForCapacity = "WaitingForCapacity"
+	ReasonNoEgressNode       = "NoEgressNode"
+	ReasonSuspended          = "Suspended"
+	ReasonScheduled          = "Scheduled"
+	ReasonIdle               = "Idle"
+)
+
+// CrawlTargetStatus is what the operator observed and did.
+type CrawlTargetStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled and Crawling.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// +optional
+	Phase CrawlPhase `json:"phase,omitempty"`
+
+	// Site is the scheme://host:port the target crawls.
+	// +optional
+	Site string `json:"site,omitempty"`
+
+	// Host is the site's host name, shown by kubectl.
+	// +optional
+	Host string `json:"host,omitempty"`
+
+	// PagesIndexed is the number of pages the last successful crawl indexed.
+	// +optional
+	PagesIndexed int32 `json:"pagesIndexed,omitempty"`
+
+	// EgressNode is the egress node the site is pinned to; the site keeps it
+	// while it is healthy so the site always sees the same source IP.
+	// +optional
+	EgressNode string `json:"egressNode,omitempty"`
+
+	// EgressIP is the public IPv4 address of EgressNode.
+	// +optional
+	EgressIP string `json:"egressIP,omitempty"`
+
+	// LastCrawlTime is when the last successful crawl finished.
+	// +optional
+	LastCrawlTime *metav1.Time `json:"lastCrawlTime,omitempty"`
+
+	// NextCrawlTime is the earliest time of the next crawl.
+	// +optional
+	NextCrawlTime *metav1.Time `json:"nextCrawlTime,omitempty"`
+
+	// LastHandledRequestedAt echoes the crawl.lohisoft.com/requested-at
+	// annotation value whose crawl was started.
+	// +optional
+	LastHandledRequestedAt string `json:"lastHandledRequestedAt,omitempty"`
+
+	// Runs counts the crawls started; the crawler Pod of run N is named
+	// <target>-crawl-N, which keeps Pod creation idempotent.
+	// +optional
+	Runs int64 `json:"runs,omitempty"`
+
+	// LastFinishedRun is the last run whose outcome this status records.
+	// +optional
+	LastFinishedRun int64 `json:"lastFinishedRun,omitempty"`
+
+	// ConsecutiveFailures drives the exponential retry backoff.
+	// +optional
+	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
+
+	// LastFailureTime is when the last failed crawl ended.
+	// +optional
+	LastFailureTime *metav1.Time `json:"lastFailureTime,omitempty"`
+
+	// RetryAfter is the time before which the site asked not to be crawled
+	// again (HTTP 429/503 Retry-After, reported by the crawler).
+	// +optional
+	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
+}
+
+// CrawlTarget is a site LohiSoftBot crawls, at most 20 pages at a time.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ct,categories=crawl
+// +kubebuilder:printcolumn:name="Host",type=string,JSONPath=`.status.host`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Pages",type=integer,JSONPath=`.status.pagesIndexed`
+// +kubebuilder:printcolumn:name="Egress IP",type=string,JSONPath=`.status.egressIP`
+// +kubebuilder:printcolumn:name="Last Crawl",type=date,JSONPath=`.status.lastCrawlTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type CrawlTarget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   CrawlTargetSpec   `json:"spec"`
+	Status CrawlTargetStatus `json:"status,omitempty"`
+}
+
+// CrawlTargetList is a list of CrawlTargets.
+// +kubebuilder:object:root=true
+type CrawlTargetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []CrawlTarget `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&CrawlTarget{}, &CrawlTargetList{})
+}

@@ -1,0 +1,140 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Size caps of a SiteIndex. They keep one object below ~400 KiB, far from
+// etcd's 1.5 MiB request limit; the manager truncates crawl results to them
+// before writing.
+const (
+	MaxIndexedPages      = 20
+	MaxURLLength         = 2048
+	MaxTitleLength       = 512
+	MaxDescriptionLength = 1024
+	MaxHeadingsPerLevel  = 16
+	MaxHeadingLength     = 256
+	MaxInboundAnchors    = 16
+	MaxAnchorLength      = 256
+)
+
+// SiteIndexSpec names the site the index belongs to. The operator creates
+// SiteIndexes; users read them.
+type SiteIndexSpec struct {
+	// Site is scheme://host:port.
+	// +kubebuilder:validation:MaxLength=300
+	Site string `json:"site"`
+}
+
+// IndexedPage is everything LohiSoftBot keeps of one page. There is no field
+// for body text on purpose.
+type IndexedPage struct {
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url"`
+	// +optional
+	StatusCode int32 `json:"statusCode,omitempty"`
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Title string `json:"title,omitempty"`
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Description string `json:"description,omitempty"`
+	// +optional
+	Headings Headings `json:"headings,omitempty"`
+	// InboundAnchors are texts of links pointing to this page.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	// +optional
+	InboundAnchors []string `json:"inboundAnchors,omitempty"`
+	// +optional
+	FetchedAt *metav1.Time `json:"fetchedAt,omitempty"`
+}
+
+// Headings are a page's h1–h3 texts in document order.
+type Headings struct {
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	// +optional
+	H1 []string `json:"h1,omitempty"`
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	// +optional
+	H2 []string `json:"h2,omitempty"`
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	// +optional
+	H3 []string `json:"h3,omitempty"`
+}
+
+// RobotsStatus records how the site answered for robots.txt.
+type RobotsStatus struct {
+	// StatusCode of robots.txt; 0 when it could not be fetched.
+	// +optional
+	StatusCode int32 `json:"statusCode,omitempty"`
+	// +optional
+	FetchedAt *metav1.Time `json:"fetchedAt,omitempty"`
+}
+
+// IndexStats summarises a crawl.
+type IndexStats struct {
+	// +optional
+	Pages int32 `json:"pages,omitempty"`
+	// Skipped counts URLs found but not indexed (robots.txt, noindex, budget, errors).
+	// +optional
+	Skipped int32 `json:"skipped,omitempty"`
+}
+
+// SiteIndexStatus is what the latest crawl of the site found.
+type SiteIndexStatus struct {
+	// +kubebuilder:validation:MaxItems=20
+	// +optional
+	Pages []IndexedPage `json:"pages,omitempty"`
+	// +optional
+	Robots *RobotsStatus `json:"robots,omitempty"`
+	// CrawledAt is when the crawl that produced Pages finished.
+	// +optional
+	CrawledAt *metav1.Time `json:"crawledAt,omitempty"`
+	// +optional
+	Stats IndexStats `json:"stats,omitempty"`
+	// Run is the crawler Pod that wrote this status.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Run string `json:"run,omitempty"`
+	// Complete is true once Run delivered its final result; false while
+	// progress is still arriving.
+	// +optional
+	Complete bool `json:"complete,omitempty"`
+	// RetryAfter is the earliest time the site may be crawled again, when the
+	// site asked the bot to back off.
+	// +optional
+	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
+}
+
+// SiteIndex holds the pages found by the latest crawl of one site. It has
+// the name of its CrawlTarget and is owned by it.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=siteindexes,shortName=si,categories=crawl
+// +kubebuilder:printcolumn:name="Site",type=string,JSONPath=`.spec.site`
+// +kubebuilder:printcolumn:name="Pages",type=integer,JSONPath=`.status.stats.pages`
+// +kubebuilder:printcolumn:name="Crawled",type=date,JSONPath=`.status.crawledAt`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type SiteIndex struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   SiteIndexSpec   `json:"spec"`
+	Status SiteIndexStatus `json:"status,omitempty"`
+}
+
+// SiteIndexList is a list of SiteIndexes.
+// +kubebuilder:object:root=true
+type SiteIndexList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SiteIndex `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SiteIndex{}, &SiteIndexList{})
+}

@@ -1,0 +1,101 @@
+package controllers
+
+import (
+	"hash/fnv"
+	"net/netip"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+)
+
+// EgressNode is a Node that owns one of the bot's public IPv4 addresses.
+type EgressNode struct {
+	Name string
+	// IP is the Node's ExternalIP: the source address sites see.
+	IP string
+	// Running counts the crawls on the node now.
+	Running int
+}
+
+// EgressNodes picks the usable egress nodes out of a Node list: labelled as
+// egress, Ready, schedulable, with an IPv4 ExternalIP, and not vetoed by
+// healthy (the FCrDNS self-check). Sorted by name.
+func EgressNodes(nodes []corev1.Node, healthy func(name string) bool) []EgressNode {
+	var out []EgressNode
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Labels[crawlpod.EgressLabel] != crawlpod.EgressValue || n.Spec.Unschedulable || n.DeletionTimestamp != nil {
+			continue
+		}
+		if !nodeReady(n) {
+			continue
+		}
+		ip := ExternalIPv4(n)
+		if ip == "" {
+			continue
+		}
+		if healthy != nil && !healthy(n.Name) {
+			continue
+		}
+		out = append(out, EgressNode{Name: n.Name, IP: ip})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ExternalIPv4 returns the first IPv4 ExternalIP of a Node, or "".
+func ExternalIPv4(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type != corev1.NodeExternalIP {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
+			return ip.String()
+		}
+	}
+	return ""
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// ChooseEgressNode picks the node for a site's next crawl. A site keeps its
+// current node while that node is usable, even when it must wait for a free
+// slot there, so the site always sees the same source IP. Otherwise the least
+// loaded node with a free slot wins, ties broken by a hash of the site so
+// sites spread evenly and stably. ok is false when nothing is free.
+func ChooseEgressNode(nodes []EgressNode, current, siteKey string, maxPerNode int) (EgressNode, bool) {
+	for _, n := range nodes {
+		if n.Name == current {
+			return n, n.Running < maxPerNode
+		}
+	}
+	var best EgressNode
+	found := false
+	for _, n := range nodes {
+		if n.Running >= maxPerNode {
+			continue
+		}
+		if !found || n.Running < best.Running ||
+			(n.Running == best.Running && rendezvous(siteKey, n.Name) > rendezvous(siteKey, best.Name)) {
+			best, found = n, true
+		}
+	}
+	return best, found
+}
+
+func rendezvous(key, node string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	h.Write([]byte{0})
+	h.Write([]byte(node))
+	return h.Sum64()
+}

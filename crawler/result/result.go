@@ -1,0 +1,62 @@
+// Package result holds the document a crawl produces. It is the contract
+// between the crawler (which prints it, or reports it to the manager) and the
+// manager (which stores it in a SiteIndex), so it lives in its own package with
+// no behaviour beyond JSON shape.
+package result
+
+import "time"
+
+// Crawl is the document `crawler crawl` prints on stdout and reports to the
+// manager. Field names are part of the public command-line interface.
+type Crawl struct {
+	// Site is the crawled site as scheme://host:port.
+	Site      string `json:"site"`
+	UserAgent string `json:"userAgent"`
+	Robots    Robots `json:"robots"`
+	Pages     []Page `json:"pages"`
+	Skipped   []Skip `json:"skipped"`
+	// RetryAfter, when set, is the earliest time the site may be crawled
+	// again (the site asked us to back off). RFC 3339.
+	RetryAfter string `json:"retryAfter,omitempty"`
+}
+
+// Robots records how robots.txt was answered.
+type Robots struct {
+	// Status is the HTTP status code of robots.txt, or 0 when it could not
+	// be fetched (network error, timeout).
+	Status    int       `json:"status"`
+	FetchedAt time.Time `json:"fetchedAt,omitzero"`
+}
+
+// Page is everything the bot keeps of one page. Body text is never part of it.
+type Page struct {
+	URL            string    `json:"url"`
+	StatusCode     int       `json:"statusCode"`
+	Title          string    `json:"title"`
+	Description    string    `json:"description"`
+	Headings       Headings  `json:"headings"`
+	InboundAnchors []string  `json:"inboundAnchors"`
+	FetchedAt      time.Time `json:"fetchedAt"`
+}
+
+// Headings are the h1–h3 texts in document order.
+type Headings struct {
+	H1 []string `json:"h1"`
+	H2 []string `json:"h2"`
+	H3 []string `json:"h3"`
+}
+
+// Skip is a URL the crawl did not index, and why (disallowed by robots.txt,
+// 401/403, noindex, budget, non-HTML, ...).
+type Skip struct {
+	URL    string `json:"url"`
+	Reason string `json:"reason"`
+}
+
+// Report is what the crawler POSTs to the manager's results endpoint
+// (`--report-url`, `Authorization: Bearer <--report-token>`): the crawl so far
+// after every page, and once more with Final set when the crawl ends.
+type Report struct {
+	Final  bool  `json:"final"`
+	Result Crawl `json:"result"`
+}

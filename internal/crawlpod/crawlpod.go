@@ -1,0 +1,346 @@
+// Package crawlpod defines what a crawler Pod looks like: its labels and
+// annotations, its run token, and the Pod spec itself. The CrawlTarget
+// reconciler builds Pods with it and the results endpoint reads them with it,
+// so both sides agree on one definition.
+package crawlpod
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/internal/site"
+)
+
+// Egress node label and taint, shared with the chart and the dev cluster.
+const (
+	EgressLabel = "crawl.lohisoft.com/egress"
+	EgressValue = "true"
+)
+
+// Labels and annotations on crawler Pods.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelTarget    = "crawl.lohisoft.com/target"
+	LabelTargetUID = "crawl.lohisoft.com/target-uid"
+	LabelRun       = "crawl.lohisoft.com/run"
+	// LabelHostHash carries a hash of the host because host names can be
+	// longer than a label value may be.
+	LabelHostHash = "crawl.lohisoft.com/host-hash"
+
+	AnnotationSite        = "crawl.lohisoft.com/site"
+	AnnotationEgressNode  = "crawl.lohisoft.com/egress-node"
+	AnnotationEgressIP    = "crawl.lohisoft.com/egress-ip"
+	AnnotationTokenSHA256 = "crawl.lohisoft.com/token-sha256"
+	AnnotationRequestedAt = "crawl.lohisoft.com/requested-at"
+
+	NameValue      = "lohisoftbot-crawler"
+	ManagedByValue = "crawl-operator"
+
+	// TokenEnv is how the run token reaches the crawler: from the run's
+	// Secret, never in argv.
+	TokenEnv = "CRAWL_REPORT_TOKEN"
+	// TokenKey is the key of the token in the run's Secret.
+	TokenKey = "token"
+
+	containerName = "crawler"
+	nonRootUID    = 65532
+)
+
+// Config is the operator-wide part of every crawler Pod.
+type Config struct {
+	Image           string
+	ImagePullPolicy corev1.PullPolicy
+	// ResultsURL is the base URL of the manager's results endpoint as seen
+	// from inside the cluster.
+	ResultsURL string
+	// MinDelay is the floor applied to spec.delay.
+	MinDelay time.Duration
+	// UserAgent overrides the crawler's default User-Agent when set.
+	UserAgent string
+	// ActiveDeadline bounds one crawl Pod's lifetime.
+	ActiveDeadline time.Duration
+	Resources      corev1.ResourceRequirements
+	// AllowPrivate lets crawlers reach private addresses. Only for local
+	// demos and tests, where the sample site is on loopback.
+	AllowPrivate bool
+}
+
+// DefaultResources are requests and limits sized for a 20-page crawl with a
+// 2 MiB body cap.
+func DefaultResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("50m"),
+			corev1.ResourceMemory: resource.MustParse("64Mi"),
+		},
+		Limits: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("500m"),
+			corev1.ResourceMemory: resource.MustParse("256Mi"),
+		},
+	}
+}
+
+// Run is one crawl of a target on one egress node.
+type Run struct {
+	Target      *crawlv1.CrawlTarget
+	Site        site.Site
+	Number      int64
+	Node        string
+	NodeIP      string
+	TokenSHA256 string
+	// RequestedAt is the requested-at annotation value this run answers.
+	RequestedAt string
+}
+
+// PodName is the deterministic name of run n of a target, so a repeated
+// create after a crash or a stale cache hits AlreadyExists instead of
+// starting a second crawl.
+func PodName(target string, n int64) string {
+	suffix := "-crawl-" + strconv.FormatInt(n, 10)
+	const maxName = 63 // keep the Pod's hostname valid too
+	if len(target)+len(suffix) > maxName {
+		h := sha256.Sum256([]byte(target))
+		target = strings.TrimRight(target[:maxName-len(suffix)-9], "-.") + "-" + hex.EncodeToString(h[:4])
+	}
+	return target + suffix
+}
+
+// SecretName is the name of the Secret holding a run's token.
+func SecretName(podName string) string { return podName + "-token" }
+
+// HostHash is the value of LabelHostHash for a host.
+func HostHash(host string) string {
+	h := sha256.Sum256([]byte(host))
+	return hex.EncodeToString(h[:16])
+}
+
+// NewToken returns a fresh random run token and its SHA-256 in hex.
+func NewToken() (token, sum string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", fmt.Errorf("generate run token: %w", err)
+	}
+	token = hex.EncodeToString(b)
+	return token, TokenSHA256(token), nil
+}
+
+// TokenSHA256 is the hex SHA-256 the Pod annotation stores for a token.
+func TokenSHA256(token string) string {
+	s := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(s[:])
+}
+
+// TokenMatches checks a presented token against a Pod's annotation in
+// constant time.
+func TokenMatches(pod *corev1.Pod, token string) bool {
+	want := pod.Annotations[AnnotationTokenSHA256]
+	if want == "" || token == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(want), []byte(TokenSHA256(token))) == 1
+}
+
+// IsCrawlerPod reports whether a Pod was made by this package.
+func IsCrawlerPod(pod *corev1.Pod) bool {
+	return pod.Labels[LabelName] == NameValue && pod.Labels[LabelManagedBy] == ManagedByValue
+}
+
+// Finished reports whether a Pod has ended, one way or the other.
+func Finished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// Active reports whether a Pod still counts as a running crawl.
+func Active(pod *corev1.Pod) bool {
+	return !Finished(pod) && pod.DeletionTimestamp == nil
+}
+
+// RunNumber reads the run number from a Pod's labels.
+func RunNumber(pod *corev1.Pod) int64 {
+	n, _ := strconv.ParseInt(pod.Labels[LabelRun], 10, 64)
+	return n
+}
+
+// Delay is the gap the crawler keeps between requests: spec.delay raised to
+// the operator's floor.
+func Delay(spec crawlv1.CrawlTargetSpec, floor time.Duration) time.Duration {
+	d := time.Second
+	if spec.Delay != nil {
+		d = spec.Delay.Duration
+	}
+	return max(d, floor)
+}
+
+// MaxPages is spec.maxPages with the CRD default applied and the public
+// 20-page promise enforced even if validation was bypassed.
+func MaxPages(spec crawlv1.CrawlTargetSpec) int32 {
+	if spec.MaxPages <= 0 || spec.MaxPages > crawlv1.MaxIndexedPages {
+		return crawlv1.MaxIndexedPages
+	}
+	return spec.MaxPages
+}
+
+// ReportURL is where a run reports: one URL per run, so a token is only
+// ever checked against its own Pod.
+func ReportURL(base, namespace, pod string) string {
+	return fmt.Sprintf("%s/v1/runs/%s/%s", base, namespace, pod)
+}
+
+// TokenSecret builds the Secret that hands a run its token. It is owned by
+// the CrawlTarget so it cannot outlive it; the reconciler deletes it as soon
+// as the run ends.
+func TokenSecret(r Run, token string) *corev1.Secret {
+	name := PodName(r.Target.Name, r.Number)
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            SecretName(name),
+			Namespace:       r.Target.Namespace,
+			Labels:          labels(r),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(r.Target)},
+		},
+		Type:      corev1.SecretTypeOpaque,
+		Immutable: ptr.To(true),
+		Data:      map[string][]byte{TokenKey: []byte(token)},
+	}
+}
+
+// Pod builds the crawler Pod of a run. The Pod processes hostile input from
+// the internet, so it gets no Kubernetes credentials and the restricted Pod
+// Security profile, and it is pinned to one egress node so the site always
+// sees the same source IP.
+func Pod(r Run, cfg Config) *corev1.Pod {
+	name := PodName(r.Target.Name, r.Number)
+	args := []string{
+		"crawl",
+		"--max-pages=" + strconv.Itoa(int(MaxPages(r.Target.Spec))),
+		"--delay=" + Delay(r.Target.Spec, cfg.MinDelay).String(),
+		"--report-url=" + ReportURL(cfg.ResultsURL, r.Target.Namespace, name),
+	}
+	if cfg.UserAgent != "" {
+		args = append(args, "--user-agent="+cfg.UserAgent)
+	}
+	if cfg.AllowPrivate {
+		args = append(args, "--allow-private")
+	}
+	if cfg.ActiveDeadline > 0 {
+		// Leave the crawler a minute to report before the kubelet kills it.
+		timeout := max(cfg.ActiveDeadline-time.Minute, cfg.ActiveDeadline/2)
+		args = append(args, "--timeout="+timeout.String())
+	}
+	args = append(args, r.Target.Spec.URL)
+
+	var deadline *int64
+	if cfg.ActiveDeadline > 0 {
+		deadline = ptr.To(int64(cfg.ActiveDeadline / time.Second))
+	}
+	annotations := map[string]string{
+		AnnotationSite:        r.Site.String(),
+		AnnotationEgressNode:  r.Node,
+		AnnotationEgressIP:    r.NodeIP,
+		AnnotationTokenSHA256: r.TokenSHA256,
+	}
+	if r.RequestedAt != "" {
+		annotations[AnnotationRequestedAt] = r.RequestedAt
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       r.Target.Namespace,
+			Labels:          labels(r),
+			Annotations:     annotations,
+			OwnerReferences: []metav1.OwnerReference{ownerRef(r.Target)},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			ActiveDeadlineSeconds:         deadline,
+			TerminationGracePeriodSeconds: ptr.To(int64(10)),
+			NodeSelector:                  map[string]string{EgressLabel: EgressValue},
+			Tolerations: []corev1.Toleration{{
+				Key:      EgressLabel,
+				Operator: corev1.TolerationOpEqual,
+				Value:    EgressValue,
+				Effect:   corev1.TaintEffectNoSchedule,
+			}},
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+						MatchFields: []corev1.NodeSelectorRequirement{{
+							Key:      "metadata.name",
+							Operator: corev1.NodeSelectorOpIn,
+							Values:   []string{r.Node},
+						}},
+					}},
+				},
+			}},
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To(int64(nonRootUID)),
+				RunAsGroup:     ptr.To(int64(nonRootUID)),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:            containerName,
+				Image:           cfg.Image,
+				ImagePullPolicy: cfg.ImagePullPolicy,
+				Command:         []string{"crawler"},
+				Args:            args,
+				Env: []corev1.EnvVar{{
+					Name: TokenEnv,
+					ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: SecretName(name)},
+						Key:                  TokenKey,
+					}},
+				}},
+				Resources: cfg.Resources,
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					RunAsNonRoot:             ptr.To(true),
+					Privileged:               ptr.To(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+		},
+	}
+}
+
+func labels(r Run) map[string]string {
+	return map[string]string{
+		LabelName:      NameValue,
+		LabelManagedBy: ManagedByValue,
+		LabelTarget:    truncateLabel(r.Target.Name),
+		LabelTargetUID: string(r.Target.UID),
+		LabelRun:       strconv.FormatInt(r.Number, 10),
+		LabelHostHash:  HostHash(r.Site.Host),
+	}
+}
+
+func ownerRef(t *crawlv1.CrawlTarget) metav1.OwnerReference {
+	return *metav1.NewControllerRef(t, crawlv1.GroupVersion.WithKind("CrawlTarget"))
+}
+
+// truncateLabel keeps a name usable as a label value (at most 63 characters);
+// the target UID label is the exact reference.
+func truncateLabel(s string) string {
+	if len(s) <= 63 {
+		return s
+	}
+	return strings.TrimRight(s[:63], "-.")
+}

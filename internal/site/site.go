@@ -1,0 +1,76 @@
+// Package site names sites and matches hosts against excluded domains. A site
+// is one scheme+host+port: the unit of the crawl budget. A host is the unit
+// of politeness: http:// and https:// of one host are two sites but one host.
+package site
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// Site is one scheme+host+port, normalised: lower-case scheme and host, no
+// trailing dot, explicit port.
+type Site struct {
+	Scheme string
+	Host   string
+	Port   string
+}
+
+// String renders the site as scheme://host:port.
+func (s Site) String() string {
+	return s.Scheme + "://" + net.JoinHostPort(s.Host, s.Port)
+}
+
+// Parse returns the site a URL belongs to. It accepts what the CrawlTarget
+// CRD accepts (http/https, DNS name or IPv4 host) and refuses everything else,
+// so a manifest that slipped past validation cannot name a strange site.
+func Parse(raw string) (Site, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Site{}, fmt.Errorf("parse %q: %w", raw, err)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	var defaultPort string
+	switch scheme {
+	case "http":
+		defaultPort = "80"
+	case "https":
+		defaultPort = "443"
+	default:
+		return Site{}, fmt.Errorf("url %q: scheme must be http or https", raw)
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return Site{}, fmt.Errorf("url %q has no host", raw)
+	}
+	if strings.Contains(host, ":") {
+		return Site{}, fmt.Errorf("url %q: IPv6 hosts are not crawled", raw)
+	}
+	port := u.Port()
+	if port == "" {
+		port = defaultPort
+	}
+	return Site{Scheme: scheme, Host: host, Port: port}, nil
+}
+
+// HostOf returns the normalised host of a URL, or "" when the URL has none.
+func HostOf(raw string) string {
+	s, err := Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return s.Host
+}
+
+// InDomain reports whether host is domain or one of its subdomains.
+// "www.example.com" is in "example.com"; "notexample.com" is not.
+func InDomain(host, domain string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	domain = strings.TrimSuffix(strings.ToLower(domain), ".")
+	if host == "" || domain == "" {
+		return false
+	}
+	return host == domain || strings.HasSuffix(host, "."+domain)
+}

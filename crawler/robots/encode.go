@@ -1,0 +1,80 @@
+package robots
+
+import "strings"
+
+// normalisePattern and normalisePath put a robots.txt pattern and a URL path
+// into one canonical octet form before matching, as RFC 9309 §2.2.2 asks:
+//   - octets outside US-ASCII (UTF-8 written directly in robots.txt or in a
+//     link) are percent-encoded, so "/ツ" and "/%E3%83%84" are the same path;
+//   - percent-encoded unreserved characters (ALPHA, DIGIT, "-", ".", "_",
+//     "~") are decoded, so "/%62%61%7A" and "/baz" are the same path;
+//   - other percent-encodings stay encoded (an encoded "/" is not a path
+//     separator) with upper-case hex digits;
+//   - spaces and control octets are percent-encoded.
+//
+// '*' and '$' are left alone, so the wildcards of a pattern survive and a
+// literal "%2A" in a pattern stays a literal.
+func normalisePattern(p string) string { return canonical(p) }
+
+func normalisePath(p string) string { return canonical(p) }
+
+const upperHex = "0123456789ABCDEF"
+
+func canonical(s string) string {
+	if !needsCanonical(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			v := unhex(s[i+1])<<4 | unhex(s[i+2])
+			if isUnreserved(v) {
+				b.WriteByte(v)
+			} else {
+				b.WriteByte('%')
+				b.WriteByte(upperHex[v>>4])
+				b.WriteByte(upperHex[v&15])
+			}
+			i += 2
+		case c >= 0x80 || c <= 0x20 || c == 0x7F:
+			b.WriteByte('%')
+			b.WriteByte(upperHex[c>>4])
+			b.WriteByte(upperHex[c&15])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func needsCanonical(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '%' || c >= 0x80 || c <= 0x20 || c == 0x7F {
+			return true
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}
+
+func isUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}

@@ -1,0 +1,218 @@
+package robots
+
+import (
+	"strings"
+	"time"
+)
+
+// Group is the set of rules that applies to one product token: the merge of
+// every group naming it (RFC 9309 §2.2.1), or of every `*` group when none
+// does.
+type Group struct {
+	rules []line
+	// CrawlDelay is the Crawl-delay of the selected groups (the last one
+	// given), and HasCrawlDelay tells whether there was one. Crawl-delay is
+	// not part of RFC 9309; LohiSoftBot honours it as a politeness floor.
+	CrawlDelay    time.Duration
+	HasCrawlDelay bool
+}
+
+// Group selects the rules for a product token. Matching is a
+// case-insensitive comparison of the token with the leading
+// [A-Za-z_-] run of each User-agent value, never a prefix match: "L" does
+// not name LohiSoftBot, "FooBot/2.1" names FooBot.
+func (r *Rules) Group(token string) Group {
+	if r == nil {
+		return Group{}
+	}
+	var (
+		specific, global           Group
+		inSpecific, inGlobal, sep  bool
+		everSpecific               bool
+		specificDelay, globalDelay *time.Duration
+	)
+	for _, l := range r.lines {
+		switch l.kind {
+		case kindUserAgent:
+			// A User-agent line after rules starts a new group; consecutive
+			// User-agent lines (and unknown lines between them) share one.
+			if sep {
+				inSpecific, inGlobal, sep = false, false, false
+			}
+			if isGlobalAgent(l.value) {
+				inGlobal = true
+			} else if strings.EqualFold(ProductToken(l.value), token) {
+				inSpecific, everSpecific = true, true
+			}
+		case kindAllow, kindDisallow:
+			if !inSpecific && !inGlobal {
+				continue // rules before any User-agent belong to no group
+			}
+			sep = true
+			if inSpecific {
+				specific.rules = append(specific.rules, l)
+			} else {
+				global.rules = append(global.rules, l)
+			}
+		case kindCrawlDelay:
+			// Deliberately does not end the group (it is not a rule).
+			d, ok := parseCrawlDelay(l.value)
+			if !ok {
+				continue
+			}
+			if inSpecific {
+				specificDelay = &d
+			} else if inGlobal {
+				globalDelay = &d
+			}
+		}
+	}
+	if everSpecific {
+		if specificDelay != nil {
+			specific.CrawlDelay, specific.HasCrawlDelay = *specificDelay, true
+		}
+		return specific
+	}
+	if globalDelay != nil {
+		global.CrawlDelay, global.HasCrawlDelay = *globalDelay, true
+	}
+	return global
+}
+
+// isGlobalAgent accepts "*" and, like Google's parser, "* anything": owners
+// who comment a wildcard line without '#' still mean everyone.
+func isGlobalAgent(v string) bool {
+	return v == "*" || (len(v) > 1 && v[0] == '*' && (v[1] == ' ' || v[1] == '\t'))
+}
+
+// Allowed reports whether the group lets the crawler fetch target, a URL or
+// a path with optional query. The longest matching pattern in octets wins;
+// an allow wins a tie; no match (or only empty patterns) allows.
+// "/robots.txt" is always allowed (RFC 9309 §2.2.2).
+func (g Group) Allowed(target string) bool {
+	path := normalisePath(PathOf(target))
+	if path == "/robots.txt" || strings.HasPrefix(path, "/robots.txt?") {
+		return true
+	}
+	allow, disallow := -1, -1
+	for _, l := range g.rules {
+		for _, p := range expand(l) {
+			if len(p) == 0 || !match(path, p) {
+				continue
+			}
+			if l.kind == kindAllow {
+				allow = max(allow, len(p))
+			} else {
+				disallow = max(disallow, len(p))
+			}
+		}
+	}
+	return disallow <= allow
+}
+
+// expand returns the patterns one rule stands for. Like Google's parser, an
+// Allow of ".../index.htm[l]" also allows its directory ("/dir/$"): a site
+// that allows its index page means the directory URL too.
+func expand(l line) []string {
+	p := l.value
+	if l.kind == kindAllow {
+		if i := strings.LastIndexByte(p, '/'); i >= 0 && strings.HasPrefix(p[i:], "/index.htm") {
+			return []string{p, p[:i+1] + "$"}
+		}
+	}
+	return []string{p}
+}
+
+// Allowed is shorthand for r.Group(token).Allowed(target).
+func (r *Rules) Allowed(token, target string) bool {
+	return r.Group(token).Allowed(target)
+}
+
+// match reports whether pattern matches path from its first octet: '*'
+// matches any run of octets and a final '$' anchors the end; every other
+// octet (a '$' elsewhere included) is literal. It tracks the set of path
+// positions the pattern prefix can reach, so it is linear in
+// len(path)*len(pattern) with no backtracking blow-up.
+func match(path, pattern string) bool {
+	pos := make([]int, 1, len(path)+1)
+	pos[0] = 0
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		if c == '$' && i == len(pattern)-1 {
+			return pos[len(pos)-1] == len(path)
+		}
+		if c == '*' {
+			first := pos[0]
+			pos = pos[:0]
+			for j := first; j <= len(path); j++ {
+				pos = append(pos, j)
+			}
+			continue
+		}
+		n := 0
+		for _, p := range pos {
+			if p < len(path) && path[p] == c {
+				pos[n] = p + 1
+				n++
+			}
+		}
+		pos = pos[:n]
+		if n == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// PathOf extracts the path, params and query of a URL, as Google's parser
+// does: no scheme parsing beyond "://", fragment removed, "/" when empty.
+// Taking the raw text (rather than net/url's re-encoding) keeps the octets
+// the server will see.
+func PathOf(raw string) string {
+	start := 0
+	if strings.HasPrefix(raw, "//") {
+		start = 2
+	}
+	early := indexAnyFrom(raw, "/?;", start)
+	proto := strings.Index(raw[start:], "://")
+	if proto >= 0 {
+		proto += start
+	}
+	if early >= 0 && (proto < 0 || early < proto) {
+		proto = -1
+	}
+	if proto < 0 {
+		proto = start
+	} else {
+		proto += 3
+	}
+	p := indexAnyFrom(raw, "/?;", proto)
+	if p < 0 {
+		return "/"
+	}
+	hash := strings.IndexByte(raw[start:], '#')
+	if hash >= 0 {
+		hash += start
+		if hash < p {
+			return "/"
+		}
+	} else {
+		hash = len(raw)
+	}
+	out := raw[p:hash]
+	if out[0] != '/' {
+		out = "/" + out
+	}
+	return out
+}
+
+func indexAnyFrom(s, chars string, from int) int {
+	if from > len(s) {
+		return -1
+	}
+	i := strings.IndexAny(s[from:], chars)
+	if i < 0 {
+		return -1
+	}
+	return i + from
+}

@@ -1,0 +1,183 @@
+// Package fetch is LohiSoftBot's HTTP client: one GET at a time, IPv4 to
+// public addresses only, bounded in size and time, with nothing that could
+// bypass a site's protections (no cookies, no credentials, no redirects
+// followed behind the crawler's back).
+package fetch
+
+import (
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults for Config's zero values.
+const (
+	DefaultMaxBody        = 2 << 20
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultHeaderTimeout  = 20 * time.Second
+	DefaultTotalTimeout   = 30 * time.Second
+)
+
+// Config sets up a Client.
+type Config struct {
+	UserAgent string
+	Dialer    Dialer
+	// MaxBody caps the bytes read from the wire; MaxDecoded caps the bytes
+	// a compressed body may expand to. Reading stops there: the rest of the
+	// response is never downloaded.
+	MaxBody    int64
+	MaxDecoded int64
+	// HeaderTimeout bounds the wait for response headers once the request
+	// is sent; TotalTimeout bounds the whole request including the body
+	// (a server dripping bytes cannot hold the bot).
+	HeaderTimeout time.Duration
+	TotalTimeout  time.Duration
+	// TLS lets tests trust their own server; nil means the system roots.
+	TLS *tls.Config
+}
+
+// Client does single GETs.
+type Client struct {
+	cfg Config
+	hc  *http.Client
+}
+
+// New builds a Client.
+func New(cfg Config) *Client {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxDecoded <= 0 {
+		cfg.MaxDecoded = cfg.MaxBody
+	}
+	if cfg.Dialer.ConnectTimeout <= 0 {
+		cfg.Dialer.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if cfg.TotalTimeout <= 0 {
+		cfg.TotalTimeout = DefaultTotalTimeout
+	}
+	d := cfg.Dialer
+	tr := &http.Transport{
+		// Proxy deliberately nil: an HTTP(S)_PROXY in the environment
+		// would carry requests past the address checks of the dialer.
+		Proxy:                  nil,
+		DialContext:            d.DialContext,
+		TLSClientConfig:        cfg.TLS,
+		TLSHandshakeTimeout:    cfg.Dialer.ConnectTimeout,
+		ResponseHeaderTimeout:  cfg.HeaderTimeout,
+		MaxResponseHeaderBytes: 64 << 10,
+		// We ask for gzip ourselves so the decompressed size can be capped.
+		DisableCompression: true,
+		MaxIdleConns:       2,
+		IdleConnTimeout:    30 * time.Second,
+		ForceAttemptHTTP2:  cfg.TLS == nil,
+	}
+	return &Client{cfg: cfg, hc: &http.Client{
+		Transport: tr,
+		Jar:       nil, // no cookies, ever
+		// The crawler follows redirects itself, so each hop is counted
+		// against the budget and checked against robots.txt and the site.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// Response is what the crawler keeps of one HTTP response.
+type Response struct {
+	URL        *url.URL
+	StatusCode int
+	Header     http.Header
+	// Body holds at most MaxDecoded bytes, and only when the caller's
+	// wantBody accepted the response.
+	Body []byte
+	// Truncated is set when reading stopped at a cap.
+	Truncated bool
+	// Started is when the request was sent.
+	Started time.Time
+}
+
+// Get sends one GET. wantBody decides, from status and headers, whether the
+// body is read at all (a non-HTML page or an error page is not downloaded).
+func (c *Client) Get(ctx context.Context, u *url.URL, wantBody func(*http.Response) bool) (*Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.TotalTimeout)
+	defer cancel()
+	clean := *u
+	clean.User = nil // credentials are never sent
+	clean.Fragment = ""
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, clean.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.5,*/*;q=0.1")
+	req.Header.Set("Accept-Encoding", "gzip")
+	started := time.Now()
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, unwrapURLError(err)
+	}
+	defer resp.Body.Close()
+	out := &Response{URL: &clean, StatusCode: resp.StatusCode, Header: resp.Header, Started: started}
+	if wantBody != nil && !wantBody(resp) {
+		return out, nil
+	}
+	out.Body, out.Truncated, err = c.readBody(resp)
+	if err != nil {
+		return nil, fmt.Errorf("reading body of %s: %w", clean.String(), err)
+	}
+	return out, nil
+}
+
+func (c *Client) readBody(resp *http.Response) ([]byte, bool, error) {
+	wire := &io.LimitedReader{R: resp.Body, N: c.cfg.MaxBody + 1}
+	var r io.Reader = wire
+	switch strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))) {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(wire)
+		if err != nil {
+			return nil, false, fmt.Errorf("gzip: %w", err)
+		}
+		defer zr.Close()
+		r = zr
+	default:
+		return nil, false, fmt.Errorf("unsupported Content-Encoding %q", resp.Header.Get("Content-Encoding"))
+	}
+	body, err := io.ReadAll(io.LimitReader(r, c.cfg.MaxDecoded+1))
+	truncated := int64(len(body)) > c.cfg.MaxDecoded || wire.N <= 0
+	if int64(len(body)) > c.cfg.MaxDecoded {
+		body = body[:c.cfg.MaxDecoded]
+	}
+	if err != nil {
+		// A body cut at the wire cap ends mid-stream; what was read is
+		// still usable.
+		if truncated || errors.Is(err, io.ErrUnexpectedEOF) && wire.N <= 0 {
+			return body, true, nil
+		}
+		return nil, false, err
+	}
+	return body, truncated, nil
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("GET %s: %w", ue.URL, ue.Err)
+	}
+	return err
+}
+
+// IsPermanent reports whether err comes from the address rules (IPv6, no A
+// record, non-public address): retrying cannot help.
+func IsPermanent(err error) bool {
+	return errors.Is(err, ErrIPv6) || errors.Is(err, ErrNoIPv4) || errors.Is(err, ErrNonPublic)
+}

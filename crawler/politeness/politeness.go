@@ -17,7 +17,7 @@ import (
 // the visit short).
 const MaxCrawlDelay = 60 * time.Second
 
-// Gap is the minimum time between the starts of two requests to one host:
+// Gap is the minimum time between two requests to one host:
 // the configured delay, raised to the site's Crawl-delay (capped).
 func Gap(delay, crawlDelay time.Duration) time.Duration {
 	return max(delay, min(crawlDelay, MaxCrawlDelay))
@@ -28,9 +28,14 @@ func Gap(delay, crawlDelay time.Duration) time.Duration {
 type Gate struct {
 	slot chan struct{} // one token: held for the whole request
 
-	mu        sync.Mutex
-	gap       time.Duration
-	lastStart time.Time
+	mu  sync.Mutex
+	gap time.Duration
+	// lastEnd is when the previous request finished. The gap is counted
+	// from there, not from its start: the server sees a request start a
+	// little after the client decides to send it (connection set-up,
+	// scheduling), and counting from the end keeps every start-to-start
+	// gap the server observes at least the gap, with no jitter below it.
+	lastEnd   time.Time
 	notBefore time.Time
 }
 
@@ -65,8 +70,8 @@ func (g *Gate) NotBefore(t time.Time) {
 }
 
 // Acquire waits until this host has no request in flight and the gap since
-// the previous start (and any back-off) has passed, then records the start.
-// The caller must call release when the response has been read.
+// the previous request (and any back-off) has passed. The caller must call
+// release when the response has been read.
 func (g *Gate) Acquire(ctx context.Context) (release func(), err error) {
 	select {
 	case g.slot <- struct{}{}:
@@ -76,12 +81,11 @@ func (g *Gate) Acquire(ctx context.Context) (release func(), err error) {
 	for {
 		g.mu.Lock()
 		next := g.notBefore
-		if !g.lastStart.IsZero() {
-			next = later(next, g.lastStart.Add(g.gap))
+		if !g.lastEnd.IsZero() {
+			next = later(next, g.lastEnd.Add(g.gap))
 		}
 		wait := time.Until(next)
 		if wait <= 0 {
-			g.lastStart = time.Now()
 			g.mu.Unlock()
 			break
 		}
@@ -92,7 +96,14 @@ func (g *Gate) Acquire(ctx context.Context) (release func(), err error) {
 		}
 	}
 	var once sync.Once
-	return func() { once.Do(func() { <-g.slot }) }, nil
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			g.lastEnd = time.Now()
+			g.mu.Unlock()
+			<-g.slot
+		})
+	}, nil
 }
 
 func later(a, b time.Time) time.Time {

@@ -18,6 +18,15 @@ type Crawl struct {
 	// RetryAfter, when set, is the earliest time the site may be crawled
 	// again (the site asked us to back off). RFC 3339.
 	RetryAfter string `json:"retryAfter,omitempty"`
+	// OffSiteLinks are links from the indexed pages to other sites, with
+	// their anchor texts: recorded, never fetched.
+	OffSiteLinks []OffSiteLink `json:"offSiteLinks,omitempty"`
+}
+
+// OffSiteLink is a link that leaves the crawled site.
+type OffSiteLink struct {
+	URL     string   `json:"url"`
+	Anchors []string `json:"anchors"`
 }
 
 // Robots records how robots.txt was answered.

@@ -1,0 +1,662 @@
+// Package engine crawls one site: robots.txt first, then breadth-first over
+// the site's own links, within the page budget and the politeness rules, and
+// produces the result.Crawl document. The rules it keeps are the promises
+// LohiSoftBot makes to site owners; see docs/crawler.md.
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/lohisoft/crawl-operator/crawler/extract"
+	"github.com/lohisoft/crawl-operator/crawler/fetch"
+	"github.com/lohisoft/crawl-operator/crawler/politeness"
+	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/robots"
+	"github.com/lohisoft/crawl-operator/crawler/urlnorm"
+)
+
+// Public defaults.
+const (
+	// MaxPagesLimit is the published crawl budget: at most 20 page
+	// requests per site per crawl.
+	MaxPagesLimit    = 20
+	DefaultUserAgent = "LohiSoftBot/1.0 (+https://lohisoft.com/bot)"
+	DefaultToken     = "LohiSoftBot"
+	DefaultDelay     = time.Second
+	// MaxRedirects bounds one redirect chain of a page (each hop is a
+	// page request and counts against the budget anyway).
+	MaxRedirects = 5
+	// ChallengeRetryAfter is how long a site that showed a bot-protection
+	// challenge is left alone.
+	ChallengeRetryAfter = 24 * time.Hour
+
+	maxFrontier      = 1000 // URLs remembered for the queue
+	maxAnchorsPerURL = 50
+	maxOffSiteLinks  = 200
+	maxOffSiteTexts  = 10
+)
+
+// ErrBadInput marks errors in what the caller asked for (not in the site).
+var ErrBadInput = errors.New("bad input")
+
+// Config is one crawl's settings. Zero values take the defaults.
+type Config struct {
+	MaxPages  int           // 1..MaxPagesLimit; 0 means MaxPagesLimit
+	Delay     time.Duration // minimum gap between request starts to a host
+	UserAgent string
+	// Token is the robots.txt product token. Empty means the product of
+	// UserAgent (the leading [A-Za-z_-] run, "LohiSoftBot" for the default
+	// UA), falling back to DefaultToken.
+	Token string
+	// Fetch configures the HTTP client; its UserAgent is set from above.
+	Fetch fetch.Config
+	// Timeout bounds the whole crawl (0: no bound beyond ctx).
+	Timeout time.Duration
+	// MaxAttempts is how often one URL is tried when the server answers
+	// 429/5xx or the network fails (default 3).
+	MaxAttempts int
+	// MaxFailures is how many failed requests in a row make the crawler
+	// give up on the site (default 5).
+	MaxFailures int
+	// MaxWait is the longest back-off waited inside one crawl (default 2
+	// minutes); a longer Retry-After ends the crawl with RetryAfter set.
+	MaxWait time.Duration
+	Backoff politeness.Backoff
+	// Progress, if set, receives the crawl so far after every page request
+	// outcome.
+	Progress func(result.Crawl)
+	Log      *slog.Logger
+	// RobotsCache, if set, is consulted and filled (per scheme+host+port,
+	// at most 24 h).
+	RobotsCache *robots.Cache
+	// Now is the clock for fetchedAt and retryAfter (default time.Now).
+	Now func() time.Time
+}
+
+// TokenFor returns the robots.txt product token for a user agent.
+func TokenFor(userAgent string) string {
+	if t := robots.ProductToken(strings.TrimSpace(userAgent)); t != "" {
+		return t
+	}
+	return DefaultToken
+}
+
+// Crawl crawls the site of start. It returns an error only for bad input;
+// every problem with the site itself ends up in the document (skipped
+// entries, robots status, retryAfter).
+func Crawl(ctx context.Context, cfg Config, start string) (result.Crawl, error) {
+	if cfg.MaxPages == 0 {
+		cfg.MaxPages = MaxPagesLimit
+	}
+	if cfg.MaxPages < 1 || cfg.MaxPages > MaxPagesLimit {
+		return result.Crawl{}, fmt.Errorf("%w: max pages must be between 1 and %d, got %d", ErrBadInput, MaxPagesLimit, cfg.MaxPages)
+	}
+	if cfg.Delay < 0 {
+		return result.Crawl{}, fmt.Errorf("%w: delay must not be negative", ErrBadInput)
+	}
+	u, err := urlnorm.ParseStart(start)
+	if err != nil {
+		return result.Crawl{}, fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	c := newCrawler(cfg, u)
+	if c.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+	}
+	c.run(ctx)
+	return c.snapshot(), nil
+}
+
+type crawler struct {
+	cfg    Config
+	log    *slog.Logger
+	client *fetch.Client
+	hosts  *politeness.Hosts
+	token  string
+	start  *url.URL
+
+	res      result.Crawl
+	policy   robots.Policy
+	requests int // page requests sent (the budget)
+	failures int // failed requests in a row
+	stopped  bool
+
+	seen       map[string]bool
+	queue      []*url.URL
+	pageIndex  map[string]int      // URL → index in res.Pages
+	anchors    map[string][]string // target URL → anchor texts
+	redirected map[string][]string // final URL → URLs that redirected to it
+	offSite    map[string]int      // URL → index in res.OffSiteLinks
+}
+
+func newCrawler(cfg Config, start *url.URL) *crawler {
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = DefaultUserAgent
+	}
+	if cfg.Token == "" {
+		cfg.Token = TokenFor(cfg.UserAgent)
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 3
+	}
+	if cfg.MaxFailures <= 0 {
+		cfg.MaxFailures = 5
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 2 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	fc := cfg.Fetch
+	fc.UserAgent = cfg.UserAgent
+	return &crawler{
+		cfg:    cfg,
+		log:    log.With("site", urlnorm.Origin(start)),
+		client: fetch.New(fc),
+		hosts:  &politeness.Hosts{Gap: cfg.Delay},
+		token:  cfg.Token,
+		start:  start,
+		res: result.Crawl{
+			Site:      urlnorm.Origin(start),
+			UserAgent: cfg.UserAgent,
+			Pages:     []result.Page{},
+			Skipped:   []result.Skip{},
+		},
+		seen:       map[string]bool{},
+		pageIndex:  map[string]int{},
+		anchors:    map[string][]string{},
+		redirected: map[string][]string{},
+		offSite:    map[string]int{},
+	}
+}
+
+func (c *crawler) skip(u string, reason string) {
+	c.res.Skipped = append(c.res.Skipped, result.Skip{URL: u, Reason: reason})
+	c.log.Info("skipped", "url", u, "reason", reason)
+}
+
+// stop ends the crawl; retryAfter > 0 asks the operator to stay away that
+// long.
+func (c *crawler) stop(retryAfter time.Duration) {
+	c.stopped = true
+	if retryAfter > 0 {
+		at := c.cfg.Now().Add(retryAfter).UTC().Truncate(time.Second)
+		if prev, err := time.Parse(time.RFC3339, c.res.RetryAfter); err != nil || at.After(prev) {
+			c.res.RetryAfter = at.Format(time.RFC3339)
+		}
+	}
+}
+
+func (c *crawler) run(ctx context.Context) {
+	// Refuse before sending anything when the site cannot be reached under
+	// the address rules (IPv4 only, public only).
+	d := c.cfg.Fetch.Dialer
+	if _, err := d.Addresses(ctx, c.start.Hostname()); err != nil && fetch.IsPermanent(err) {
+		c.log.Error("site refused", "err", err)
+		c.skip(c.start.String(), "refused: "+err.Error())
+		return
+	}
+	c.readRobots(ctx)
+	if c.stopped {
+		return
+	}
+	c.enqueue(c.start)
+	for len(c.queue) > 0 && !c.stopped {
+		if ctx.Err() != nil {
+			c.skipRest("crawl timeout")
+			return
+		}
+		if c.requests >= c.cfg.MaxPages {
+			c.skipRest("crawl budget exhausted")
+			return
+		}
+		u := c.queue[0]
+		c.queue = c.queue[1:]
+		c.visit(ctx, u)
+		c.progress()
+	}
+	if ctx.Err() != nil && len(c.queue) > 0 {
+		c.skipRest("crawl timeout")
+	}
+}
+
+func (c *crawler) skipRest(reason string) {
+	for _, u := range c.queue {
+		if !c.policy.Allowed(c.token, u.String()) {
+			c.skip(u.String(), "disallowed by robots.txt")
+			continue
+		}
+		c.skip(u.String(), reason)
+	}
+	c.queue = nil
+}
+
+func (c *crawler) progress() {
+	if c.cfg.Progress != nil {
+		c.cfg.Progress(c.snapshot())
+	}
+}
+
+func (c *crawler) readRobots(ctx context.Context) {
+	origin := urlnorm.Origin(c.start)
+	if c.cfg.RobotsCache != nil {
+		if p, ok := c.cfg.RobotsCache.Get(origin); ok {
+			c.setPolicy(p)
+			return
+		}
+	}
+	var fetchedAt time.Time
+	challenged := 0
+	get := func(ctx context.Context, u *url.URL) (*robots.Response, error) {
+		o, err := c.request(ctx, u, false, func(r *http.Response) bool {
+			return r.StatusCode >= 200 && r.StatusCode < 300
+		})
+		if err != nil && (o.resp == nil || !errors.Is(err, errGivenUp)) {
+			return nil, err
+		}
+		// A server that kept answering 429/5xx still gave a status:
+		// report it, not "unreachable".
+		fetchedAt = o.resp.Started
+		if isChallenge(o.resp.StatusCode, o.resp.Header, o.resp.Body) {
+			challenged = o.resp.StatusCode
+		}
+		return &robots.Response{Status: o.resp.StatusCode, Location: o.resp.Header.Get("Location"), Body: o.resp.Body}, nil
+	}
+	p := robots.Fetch(ctx, get, c.start)
+	if !fetchedAt.IsZero() {
+		c.res.Robots.FetchedAt = fetchedAt.UTC()
+	}
+	c.log.Info("robots.txt", "status", p.Status, "access", p.Access.String(), "reason", p.Reason)
+	if challenged != 0 {
+		c.res.Robots.Status = p.Status
+		c.skip(c.start.String(), fmt.Sprintf("bot protection challenge on robots.txt (HTTP %d): not bypassed, site left alone", challenged))
+		c.stop(ChallengeRetryAfter)
+		return
+	}
+	if c.cfg.RobotsCache != nil {
+		c.cfg.RobotsCache.Put(origin, p)
+	}
+	c.setPolicy(p)
+}
+
+func (c *crawler) setPolicy(p robots.Policy) {
+	c.policy = p
+	c.res.Robots.Status = p.Status
+	if p.BackOff() {
+		// Complete disallow (RFC 9309 §2.3.1.4): nothing is fetched and
+		// the operator is told when to come back.
+		c.skip(c.start.String(), p.Reason)
+		c.stop(c.cfg.Backoff.Delay(1))
+		return
+	}
+	if g := p.Group(c.token); g.HasCrawlDelay {
+		gap := politeness.Gap(c.cfg.Delay, g.CrawlDelay)
+		c.hosts.Gate(c.start.Hostname()).RaiseGap(gap)
+		c.log.Info("crawl-delay", "gap", gap)
+	}
+}
+
+func (c *crawler) enqueue(u *url.URL) {
+	k := u.String()
+	if c.seen[k] || len(c.seen) >= maxFrontier {
+		return
+	}
+	c.seen[k] = true
+	c.queue = append(c.queue, u)
+}
+
+// outcome is one URL's final response after retries.
+type outcome struct {
+	resp *fetch.Response
+}
+
+var (
+	errBudget  = errors.New("crawl budget exhausted")
+	errGivenUp = errors.New("gave up on the site")
+)
+
+// request sends GETs for u until one is not a back-off answer, the attempts
+// run out, or the site is given up. Every attempt waits at the host's gate
+// (one request at a time, spaced starts, Retry-After). page requests count
+// against the budget.
+func (c *crawler) request(ctx context.Context, u *url.URL, page bool, wantBody func(*http.Response) bool) (outcome, error) {
+	gate := c.hosts.Gate(u.Hostname())
+	for attempt := 1; ; attempt++ {
+		if page && c.requests >= c.cfg.MaxPages {
+			return outcome{}, errBudget
+		}
+		release, err := gate.Acquire(ctx)
+		if err != nil {
+			return outcome{}, err
+		}
+		if page {
+			c.requests++
+		}
+		resp, err := c.client.Get(ctx, u, func(r *http.Response) bool {
+			return wantBody(r) || wantsChallengeCheck(r)
+		})
+		release()
+		if err == nil {
+			c.log.Info("fetched", "url", u.String(), "status", resp.StatusCode, "bytes", len(resp.Body), "truncated", resp.Truncated, "attempt", attempt)
+			if isChallenge(resp.StatusCode, resp.Header, resp.Body) {
+				return outcome{resp: resp}, nil
+			}
+			if !politeness.BackOffStatus(resp.StatusCode) {
+				c.failures = 0
+				return outcome{resp: resp}, nil
+			}
+		} else {
+			if ctx.Err() != nil {
+				return outcome{}, ctx.Err()
+			}
+			c.log.Warn("request failed", "url", u.String(), "err", err, "attempt", attempt)
+			if fetch.IsPermanent(err) {
+				return outcome{}, err
+			}
+		}
+		c.failures++
+		wait := c.cfg.Backoff.Delay(attempt)
+		if resp != nil {
+			if ra, ok := politeness.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+				wait = ra
+			}
+		}
+		if attempt >= c.cfg.MaxAttempts || c.failures >= c.cfg.MaxFailures || wait > c.cfg.MaxWait || exceedsDeadline(ctx, wait) {
+			// The crawler comes back no earlier than the site asked, and
+			// never sooner than the next back-off step.
+			c.stop(max(wait, c.cfg.Backoff.Delay(attempt+1)))
+			what := "network error"
+			if resp != nil {
+				what = fmt.Sprintf("HTTP %d", resp.StatusCode)
+			}
+			c.log.Warn("giving up on the site", "url", u.String(), "after", what, "attempts", attempt, "retryAfter", c.res.RetryAfter)
+			return outcome{resp: resp}, fmt.Errorf("%w: %s after %d attempt(s)", errGivenUp, what, attempt)
+		}
+		c.log.Info("backing off", "url", u.String(), "wait", wait)
+		gate.NotBefore(time.Now().Add(wait))
+	}
+}
+
+func exceedsDeadline(ctx context.Context, wait time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < wait
+}
+
+// wantsChallengeCheck reads the body of the statuses bot protection uses, so
+// a challenge page can be recognised (and the site left alone).
+func wantsChallengeCheck(r *http.Response) bool {
+	switch r.StatusCode {
+	case http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		return true
+	}
+	return false
+}
+
+func wantPageBody(r *http.Response) bool {
+	if r.StatusCode < 200 || r.StatusCode >= 300 {
+		return false
+	}
+	ct := r.Header.Get("Content-Type")
+	return ct == "" || extract.IsHTML(ct)
+}
+
+// visit fetches one queued URL, following its redirect chain.
+func (c *crawler) visit(ctx context.Context, u *url.URL) {
+	cur := u
+	for hop := 0; ; hop++ {
+		if !c.policy.Allowed(c.token, cur.String()) {
+			c.skip(cur.String(), "disallowed by robots.txt")
+			return
+		}
+		o, err := c.request(ctx, cur, true, wantPageBody)
+		switch {
+		case errors.Is(err, errBudget):
+			c.skip(cur.String(), "crawl budget exhausted")
+			return
+		case errors.Is(err, errGivenUp):
+			c.skip(cur.String(), err.Error())
+			return
+		case ctx.Err() != nil:
+			c.skip(cur.String(), "crawl timeout")
+			return
+		case err != nil:
+			c.skip(cur.String(), "refused: "+err.Error())
+			if fetch.IsPermanent(err) {
+				c.stop(0)
+			}
+			return
+		}
+		resp := o.resp
+		switch code := resp.StatusCode; {
+		case isChallenge(code, resp.Header, resp.Body):
+			c.skip(cur.String(), fmt.Sprintf("bot protection challenge (HTTP %d): not bypassed, site left alone", code))
+			c.stop(ChallengeRetryAfter)
+			return
+		case code >= 300 && code < 400:
+			next, ok := c.redirectTarget(cur, resp, hop)
+			if !ok {
+				return
+			}
+			c.redirected[next.String()] = append(c.redirected[next.String()], cur.String())
+			cur = next
+			continue
+		case code == http.StatusUnauthorized || code == http.StatusForbidden:
+			c.skip(cur.String(), fmt.Sprintf("HTTP %d: access restricted, not bypassed", code))
+			return
+		case code < 200 || code >= 300:
+			c.skip(cur.String(), fmt.Sprintf("HTTP %d", code))
+			return
+		}
+		c.page(cur, resp)
+		return
+	}
+}
+
+func (c *crawler) redirectTarget(cur *url.URL, resp *fetch.Response, hop int) (*url.URL, bool) {
+	loc := resp.Header.Get("Location")
+	next, ok := urlnorm.Resolve(cur, loc)
+	switch {
+	case loc == "" || !ok:
+		c.skip(cur.String(), fmt.Sprintf("HTTP %d without a usable Location", resp.StatusCode))
+	case !urlnorm.SameSite(next, c.start):
+		c.skip(cur.String(), fmt.Sprintf("redirects off-site to %s (not followed)", next))
+	case hop+1 > MaxRedirects:
+		c.skip(cur.String(), "too many redirects")
+	case c.isPage(next):
+		c.redirected[next.String()] = append(c.redirected[next.String()], cur.String())
+		c.skip(cur.String(), "redirects to "+next.String()+" (already crawled)")
+	case next.String() == cur.String() || c.seen[next.String()] && !c.inQueue(next):
+		c.skip(cur.String(), "redirect loop via "+next.String())
+	default:
+		c.seen[next.String()] = true
+		c.dequeue(next)
+		return next, true
+	}
+	return nil, false
+}
+
+func (c *crawler) isPage(u *url.URL) bool {
+	_, ok := c.pageIndex[u.String()]
+	return ok
+}
+
+func (c *crawler) inQueue(u *url.URL) bool {
+	for _, q := range c.queue {
+		if q.String() == u.String() {
+			return true
+		}
+	}
+	return false
+}
+
+// dequeue removes u from the queue: the redirect chain fetches it now.
+func (c *crawler) dequeue(u *url.URL) {
+	k := u.String()
+	for i, q := range c.queue {
+		if q.String() == k {
+			c.queue = append(c.queue[:i], c.queue[i+1:]...)
+			return
+		}
+	}
+}
+
+// page handles a 2xx response: extract, honour noindex/nofollow, record.
+func (c *crawler) page(u *url.URL, resp *fetch.Response) {
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" {
+		ct = http.DetectContentType(resp.Body)
+	}
+	if !extract.IsHTML(ct) {
+		c.skip(u.String(), "not HTML ("+mediaType(ct)+")")
+		return
+	}
+	p, err := extract.Extract(bytes.NewReader(resp.Body), ct, c.token)
+	if err != nil {
+		c.skip(u.String(), "unreadable HTML: "+err.Error())
+		return
+	}
+	dir := p.Robots.Merge(extract.HeaderDirectives(resp.Header.Values("X-Robots-Tag"), c.token))
+	if !dir.NoFollow {
+		base := u
+		if p.Base != "" {
+			if b, ok := urlnorm.Resolve(u, p.Base); ok {
+				base = b
+			}
+		}
+		for _, l := range p.Links {
+			if l.NoFollow {
+				continue
+			}
+			target, ok := urlnorm.Resolve(base, l.Href)
+			if !ok {
+				continue
+			}
+			if !urlnorm.SameSite(target, c.start) {
+				if !dir.NoIndex {
+					c.addOffSite(target.String(), l.Text)
+				}
+				continue
+			}
+			// A noindex page is not stored, and neither is its text in
+			// the anchors of other pages.
+			if !dir.NoIndex && l.Text != "" {
+				c.addAnchor(target.String(), l.Text)
+			}
+			c.enqueue(target)
+		}
+	}
+	if dir.NoIndex {
+		c.skip(u.String(), "noindex")
+		return
+	}
+	c.pageIndex[u.String()] = len(c.res.Pages)
+	c.res.Pages = append(c.res.Pages, result.Page{
+		URL:         u.String(),
+		StatusCode:  resp.StatusCode,
+		Title:       p.Title,
+		Description: p.Description,
+		Headings:    result.Headings{H1: p.H1, H2: p.H2, H3: p.H3},
+		FetchedAt:   resp.Started.UTC(),
+	})
+}
+
+func mediaType(ct string) string {
+	mt, _, _ := strings.Cut(ct, ";")
+	if mt = strings.TrimSpace(mt); mt == "" {
+		return "no content type"
+	}
+	return mt
+}
+
+func (c *crawler) addAnchor(target, text string) {
+	list := c.anchors[target]
+	if len(list) >= maxAnchorsPerURL {
+		return
+	}
+	for _, t := range list {
+		if t == text {
+			return
+		}
+	}
+	c.anchors[target] = append(list, text)
+}
+
+func (c *crawler) addOffSite(target, text string) {
+	i, ok := c.offSite[target]
+	if !ok {
+		if len(c.res.OffSiteLinks) >= maxOffSiteLinks {
+			return
+		}
+		i = len(c.res.OffSiteLinks)
+		c.offSite[target] = i
+		c.res.OffSiteLinks = append(c.res.OffSiteLinks, result.OffSiteLink{URL: target, Anchors: []string{}})
+	}
+	l := &c.res.OffSiteLinks[i]
+	if text == "" || len(l.Anchors) >= maxOffSiteTexts {
+		return
+	}
+	for _, t := range l.Anchors {
+		if t == text {
+			return
+		}
+	}
+	l.Anchors = append(l.Anchors, text)
+}
+
+// snapshot returns a copy of the crawl so far with each page's inbound
+// anchors (including those of URLs that redirected to it).
+func (c *crawler) snapshot() result.Crawl {
+	out := c.res
+	out.Pages = make([]result.Page, len(c.res.Pages))
+	copy(out.Pages, c.res.Pages)
+	for i := range out.Pages {
+		out.Pages[i].InboundAnchors = c.inbound(out.Pages[i].URL)
+	}
+	out.Skipped = append([]result.Skip{}, c.res.Skipped...)
+	if c.res.OffSiteLinks != nil {
+		out.OffSiteLinks = make([]result.OffSiteLink, len(c.res.OffSiteLinks))
+		for i, l := range c.res.OffSiteLinks {
+			out.OffSiteLinks[i] = result.OffSiteLink{URL: l.URL, Anchors: append([]string{}, l.Anchors...)}
+		}
+	}
+	return out
+}
+
+func (c *crawler) inbound(u string) []string {
+	texts := []string{}
+	seen := map[string]bool{}
+	visited := map[string]bool{}
+	var walk func(string)
+	walk = func(k string) {
+		if visited[k] {
+			return
+		}
+		visited[k] = true
+		for _, t := range c.anchors[k] {
+			if !seen[t] && len(texts) < maxAnchorsPerURL {
+				seen[t] = true
+				texts = append(texts, t)
+			}
+		}
+		for _, src := range c.redirected[k] {
+			walk(src)
+		}
+	}
+	walk(u)
+	return texts
+}

@@ -1,0 +1,141 @@
+// Package testsite is an httptest web site that records every request it
+// gets (path, start and end time, headers) and how many were in flight at
+// once, so tests can check the crawler's etiquette from the server's side.
+package testsite
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Request is one request as the server saw it.
+type Request struct {
+	Path       string // path and query
+	Start, End time.Time
+	Header     http.Header
+}
+
+// Site is a recording test server on 127.0.0.1.
+type Site struct {
+	*httptest.Server
+	mu          sync.Mutex
+	routes      map[string]http.HandlerFunc
+	reqs        []Request
+	inFlight    atomic.Int32
+	maxInFlight atomic.Int32
+}
+
+// New starts a site that answers 404 until routes are added.
+func New(t testing.TB) *Site {
+	s := &Site{routes: map[string]http.HandlerFunc{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
+	n := s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for {
+		m := s.maxInFlight.Load()
+		if n <= m || s.maxInFlight.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	req := Request{Path: r.URL.RequestURI(), Start: time.Now(), Header: r.Header.Clone()}
+	s.mu.Lock()
+	h, ok := s.routes[r.URL.RequestURI()]
+	if !ok {
+		h, ok = s.routes[r.URL.Path]
+	}
+	s.mu.Unlock()
+	if ok {
+		h(w, r)
+	} else {
+		http.NotFound(w, r)
+	}
+	req.End = time.Now()
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	s.mu.Unlock()
+}
+
+// Handle routes a path (or path?query) to h.
+func (s *Site) Handle(path string, h http.HandlerFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.routes[path] = h
+}
+
+// HTML serves body as text/html at path.
+func (s *Site) HTML(path, body string) {
+	s.Handle(path, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, body)
+	})
+}
+
+// Robots serves body as /robots.txt.
+func (s *Site) Robots(body string) {
+	s.Handle("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, body)
+	})
+}
+
+// Redirect answers path with a redirect to target.
+func (s *Site) Redirect(path, target string, code int) {
+	s.Handle(path, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target, code)
+	})
+}
+
+// Requests returns the requests completed so far, in order of completion.
+func (s *Site) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Count returns how many requests asked for path (path and query).
+func (s *Site) Count(path string) int {
+	n := 0
+	for _, r := range s.Requests() {
+		if r.Path == path {
+			n++
+		}
+	}
+	return n
+}
+
+// PageRequests counts requests other than /robots.txt.
+func (s *Site) PageRequests() int {
+	n := 0
+	for _, r := range s.Requests() {
+		if !strings.HasPrefix(r.Path, "/robots.txt") {
+			n++
+		}
+	}
+	return n
+}
+
+// MaxInFlight is the largest number of requests the server handled at once.
+func (s *Site) MaxInFlight() int { return int(s.maxInFlight.Load()) }
+
+// Page builds a small HTML page with a title, an h1, a body paragraph and
+// links (href → text).
+func Page(title, body string, links ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!doctype html><html><head><title>%s</title></head><body><h1>%s</h1><p>%s</p>\n", title, title, body)
+	for i := 0; i+1 < len(links); i += 2 {
+		fmt.Fprintf(&b, "<a href=%q>%s</a>\n", links[i], links[i+1])
+	}
+	b.WriteString("</body></html>")
+	return b.String()
+}

@@ -740,11 +740,11 @@ func TestProgressAndNoBodyTextInLogs(t *testing.T) {
 
 func TestTokenFor(t *testing.T) {
 	for ua, want := range map[string]string{
-		DefaultUserAgent:                          "LohiSoftBot",
+		DefaultUserAgent: "LohiSoftBot",
 		"LohiSoftBot/1.0 (+message@lohisoft.com)": "LohiSoftBot",
-		"TestBot/0.1":                             "TestBot",
-		"":                                        DefaultToken,
-		"1.0":                                     DefaultToken,
+		"TestBot/0.1": "TestBot",
+		"":            DefaultToken,
+		"1.0":         DefaultToken,
 	} {
 		if got := TokenFor(ua); got != want {
 			t.Errorf("TokenFor(%q) = %q, want %q", ua, got, want)

@@ -1,0 +1,149 @@
+// Package report delivers crawl results to the manager's results endpoint:
+// progress after every page (best effort) and the final document (retried
+// until the manager takes it, or the time is up).
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/lohisoft/crawl-operator/crawler/politeness"
+	"github.com/lohisoft/crawl-operator/crawler/result"
+)
+
+// TokenEnv is the environment variable the crawler Pod passes the report
+// token in, so that it does not appear in the process's arguments.
+const TokenEnv = "CRAWL_REPORT_TOKEN"
+
+// Client posts result.Report documents.
+type Client struct {
+	URL   string
+	Token string
+	// HTTP is the client used. The results endpoint is an in-cluster
+	// address, so this is deliberately not the crawler's public-only
+	// client. nil means a plain client with short timeouts.
+	HTTP *http.Client
+	Log  *slog.Logger
+	// FinalFor is how long the final report is retried (default 2
+	// minutes: long enough for the manager to restart).
+	FinalFor time.Duration
+	// Backoff paces the retries of the final report.
+	Backoff politeness.Backoff
+}
+
+// New returns a Client with the defaults.
+func New(url, token string, log *slog.Logger) *Client {
+	return &Client{URL: url, Token: token, Log: log}
+}
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return &http.Client{
+		Timeout: 20 * time.Second,
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ResponseHeaderTimeout: 15 * time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+func (c *Client) log() *slog.Logger {
+	if c.Log != nil {
+		return c.Log
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// StatusError is a non-2xx answer from the manager.
+type StatusError struct{ Code int }
+
+func (e *StatusError) Error() string { return fmt.Sprintf("results endpoint answered HTTP %d", e.Code) }
+
+// retryable reports whether the manager may take the report later: network
+// errors, 5xx and 429. Any other 4xx (bad token, bad document) will not
+// change by retrying.
+func retryable(err error) bool {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Code == http.StatusTooManyRequests || se.Code >= 500
+	}
+	return err != nil
+}
+
+func (c *Client) post(ctx context.Context, rep result.Report) (http.Header, error) {
+	body, err := json.Marshal(rep)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		return resp.Header, &StatusError{Code: resp.StatusCode}
+	}
+	return resp.Header, nil
+}
+
+// Progress posts the crawl so far. Failures are logged and otherwise
+// ignored: the crawl goes on, and the final report carries everything.
+func (c *Client) Progress(ctx context.Context, crawl result.Crawl) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := c.post(ctx, result.Report{Final: false, Result: crawl}); err != nil {
+		c.log().Warn("progress report not delivered", "err", err)
+	}
+}
+
+// Final posts the final document, retrying network errors, 5xx and 429 with
+// exponential back-off (honouring Retry-After) for up to FinalFor. It
+// returns the last error when the report could not be delivered.
+func (c *Client) Final(ctx context.Context, crawl result.Crawl) error {
+	limit := c.FinalFor
+	if limit <= 0 {
+		limit = 2 * time.Minute
+	}
+	deadline := time.Now().Add(limit)
+	for attempt := 1; ; attempt++ {
+		h, err := c.post(ctx, result.Report{Final: true, Result: crawl})
+		if err == nil {
+			c.log().Info("final report delivered", "attempts", attempt)
+			return nil
+		}
+		if !retryable(err) {
+			return fmt.Errorf("final report rejected: %w", err)
+		}
+		wait := c.Backoff.Delay(attempt)
+		if ra, ok := politeness.ParseRetryAfter(h.Get("Retry-After"), time.Now()); ok && ra > wait {
+			wait = ra
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return fmt.Errorf("final report not delivered after %d attempts: %w", attempt, err)
+		}
+		c.log().Warn("final report failed, retrying", "err", err, "attempt", attempt, "wait", wait)
+		if err := politeness.Sleep(ctx, wait); err != nil {
+			return fmt.Errorf("final report not delivered: %w", err)
+		}
+	}
+}

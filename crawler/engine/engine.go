@@ -71,8 +71,8 @@ type Config struct {
 	// minutes); a longer Retry-After ends the crawl with RetryAfter set.
 	MaxWait time.Duration
 	Backoff politeness.Backoff
-	// Progress, if set, receives the crawl so far after every page request
-	// outcome.
+	// Progress, if set, receives the crawl so far after every page that
+	// took a request (not after URLs skipped without one).
 	Progress func(result.Crawl)
 	Log      *slog.Logger
 	// RobotsCache, if set, is consulted and filled (per scheme+host+port,
@@ -227,8 +227,11 @@ func (c *crawler) run(ctx context.Context) {
 		}
 		u := c.queue[0]
 		c.queue = c.queue[1:]
+		sent := c.requests
 		c.visit(ctx, u)
-		c.progress()
+		if c.requests > sent { // a page was requested: report progress
+			c.progress()
+		}
 	}
 	if ctx.Err() != nil && len(c.queue) > 0 {
 		c.skipRest("crawl timeout")

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/lohisoft/crawl-operator/crawler/fetch"
-	"github.com/lohisoft/crawl-operator/crawler/internal/dnstest"
-	"github.com/lohisoft/crawl-operator/crawler/internal/testsite"
 	"github.com/lohisoft/crawl-operator/crawler/politeness"
 	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
+	"github.com/lohisoft/crawl-operator/crawler/testutil/testsite"
 )
 
 const marker = "BODY-TEXT-MARKER-7f3a9c"

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lohisoft/crawl-operator/crawler/internal/dnstest"
+	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 )
 
 func mustURL(t *testing.T, s string) *url.URL {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lohisoft/crawl-operator/crawler/internal/dnstest"
+	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 )
 
 func TestVerify(t *testing.T) {

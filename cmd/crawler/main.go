@@ -1,0 +1,267 @@
+// Command crawler is LohiSoftBot: it crawls one site (`crawler crawl`),
+// tests a robots.txt file the way the bot reads it (`crawler robots`), and
+// verifies that an IP address is the bot's (`crawler verify`). See
+// docs/crawler.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lohisoft/crawl-operator/crawler/engine"
+	"github.com/lohisoft/crawl-operator/crawler/fetch"
+	"github.com/lohisoft/crawl-operator/crawler/report"
+	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/robots"
+	"github.com/lohisoft/crawl-operator/crawler/verify"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // runtime failure: final report not delivered, not verified
+	exitUsage   = 2 // bad input
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage:
+  crawler crawl [flags] URL
+  crawler robots --file PATH [--status 200] [--agent LohiSoftBot] URL...
+  crawler verify [--dns-server HOST:PORT] IP
+Run "crawler COMMAND -h" for the flags of a command.
+`
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "crawl":
+		return runCrawl(ctx, args[1:], stdout, stderr, getenv)
+	case "robots":
+		return runRobots(args[1:], stdin, stdout, stderr)
+	case "verify":
+		return runVerify(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	return fail(stderr, exitUsage, fmt.Errorf("unknown command %q (want crawl, robots or verify)", args[0]))
+}
+
+// fail prints a one-line error.
+func fail(stderr io.Writer, code int, err error) int {
+	fmt.Fprintf(stderr, "crawler: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	return code
+}
+
+// parse parses flags that may come before or after the positional
+// arguments, and returns the positionals.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, int, bool) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(stderr)
+				fs.Usage()
+				return nil, exitOK, false
+			}
+			return nil, fail(stderr, exitUsage, err), false
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, 0, true
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	fs := flag.NewFlagSet("crawl", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: crawler crawl [flags] URL")
+		fs.PrintDefaults()
+	}
+	maxPages := fs.Int("max-pages", engine.MaxPagesLimit, "page requests per site, redirects included (at most 20)")
+	delay := fs.Duration("delay", engine.DefaultDelay, "minimum time between requests to the site (raised by a robots.txt Crawl-delay, capped at 60s)")
+	userAgent := fs.String("user-agent", engine.DefaultUserAgent, "User-Agent header; its product (text before '/') is the robots.txt token")
+	allowPrivate := fs.Bool("allow-private", false, "allow loopback, private and other non-public IPv4 targets (tests and local demos only)")
+	sourceIP := fs.String("source-ip", "", "local IPv4 address to send requests from (the egress IP)")
+	timeout := fs.Duration("timeout", 10*time.Minute, "time limit for the whole crawl")
+	requestTimeout := fs.Duration("request-timeout", fetch.DefaultTotalTimeout, "time limit for one request, body included")
+	dnsServer := fs.String("dns-server", "", "resolve names with this DNS server (HOST:PORT) instead of the system resolver")
+	reportURL := fs.String("report-url", "", "POST progress and the final result to this results endpoint")
+	reportToken := fs.String("report-token", "", "bearer token for --report-url (default: $"+report.TokenEnv+")")
+	pos, code, ok := parse(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return fail(stderr, exitUsage, fmt.Errorf("crawl takes exactly one URL, got %d", len(pos)))
+	}
+	if *maxPages < 1 || *maxPages > engine.MaxPagesLimit {
+		return fail(stderr, exitUsage, fmt.Errorf("--max-pages must be between 1 and %d, got %d", engine.MaxPagesLimit, *maxPages))
+	}
+	if *delay < 0 || *timeout <= 0 || *requestTimeout <= 0 {
+		return fail(stderr, exitUsage, errors.New("--delay must not be negative, --timeout and --request-timeout must be positive"))
+	}
+	var src netip.Addr
+	if *sourceIP != "" {
+		a, err := netip.ParseAddr(*sourceIP)
+		if err != nil || !a.Unmap().Is4() {
+			return fail(stderr, exitUsage, fmt.Errorf("--source-ip must be an IPv4 address, got %q", *sourceIP))
+		}
+		src = a.Unmap()
+	}
+	if *reportURL != "" {
+		u, err := url.Parse(*reportURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fail(stderr, exitUsage, fmt.Errorf("--report-url must be an http(s) URL, got %q", *reportURL))
+		}
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	cfg := engine.Config{
+		MaxPages:  *maxPages,
+		Delay:     *delay,
+		UserAgent: *userAgent,
+		Timeout:   *timeout,
+		Log:       log,
+		Fetch: fetch.Config{
+			Dialer:       fetch.Dialer{AllowPrivate: *allowPrivate, SourceIP: src},
+			TotalTimeout: *requestTimeout,
+		},
+	}
+	if *dnsServer != "" {
+		cfg.Fetch.Dialer.Resolver = verify.ResolverFor(*dnsServer)
+	}
+	var rep *report.Client
+	if *reportURL != "" {
+		token := *reportToken
+		if token == "" {
+			token = getenv(report.TokenEnv)
+		}
+		rep = report.New(*reportURL, token, log)
+		cfg.Progress = func(c result.Crawl) { rep.Progress(ctx, c) }
+	}
+	res, err := engine.Crawl(ctx, cfg, pos[0])
+	if err != nil {
+		if errors.Is(err, engine.ErrBadInput) {
+			return fail(stderr, exitUsage, err)
+		}
+		return fail(stderr, exitFailure, err)
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(res); err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	if rep != nil {
+		// The final report goes out even when the crawl was interrupted:
+		// a fresh context gives it its own time.
+		if err := rep.Final(context.WithoutCancel(ctx), res); err != nil {
+			return fail(stderr, exitFailure, err)
+		}
+	}
+	return exitOK
+}
+
+func runRobots(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("robots", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: crawler robots --file PATH [--status 200] [--agent LohiSoftBot] URL...")
+		fs.PrintDefaults()
+	}
+	file := fs.String("file", "", "robots.txt file to test (- for standard input)")
+	status := fs.Int("status", 200, "HTTP status the file is served with (4xx: no restrictions; 429, 5xx: nothing allowed)")
+	agent := fs.String("agent", engine.DefaultToken, "product token to test")
+	urls, code, ok := parse(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	if *file == "" {
+		return fail(stderr, exitUsage, errors.New("robots: --file is required"))
+	}
+	if len(urls) == 0 {
+		return fail(stderr, exitUsage, errors.New("robots: give at least one URL"))
+	}
+	if *status < 100 || *status > 599 {
+		return fail(stderr, exitUsage, fmt.Errorf("robots: --status must be an HTTP status, got %d", *status))
+	}
+	var body []byte
+	var err error
+	if *file == "-" {
+		body, err = io.ReadAll(io.LimitReader(stdin, 4*robots.MaxSize))
+	} else {
+		body, err = readFileCapped(*file, 4*robots.MaxSize)
+	}
+	if err != nil {
+		return fail(stderr, exitUsage, fmt.Errorf("robots: %w", err))
+	}
+	// The same code path the crawler uses for a robots.txt response.
+	p := robots.FromStatus(*status, body)
+	for _, u := range urls {
+		verdict := "disallowed"
+		if p.Allowed(*agent, u) {
+			verdict = "allowed"
+		}
+		fmt.Fprintf(stdout, "%s\t%s\n", verdict, u)
+	}
+	return exitOK
+}
+
+func readFileCapped(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
+}
+
+func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: crawler verify [--dns-server HOST:PORT] IP")
+		fs.PrintDefaults()
+	}
+	dnsServer := fs.String("dns-server", "", "ask this DNS server (HOST:PORT) instead of the system resolver")
+	pos, code, ok := parse(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return fail(stderr, exitUsage, fmt.Errorf("verify takes exactly one IP address, got %d", len(pos)))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	host, err := verify.Verify(ctx, verify.ResolverFor(*dnsServer), pos[0])
+	if errors.Is(err, verify.ErrBadIP) {
+		return fail(stderr, exitUsage, err)
+	}
+	if err != nil {
+		return fail(stderr, exitFailure, err)
+	}
+	fmt.Fprintln(stdout, host)
+	return exitOK
+}

@@ -22,8 +22,8 @@ type CrawlTargetSpec struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self)",message="spec.url must be an absolute URL such as https://example.com/"
 	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getScheme() in ['http', 'https']",message="spec.url must use the http or https scheme"
-	// +kubebuilder:validation:XValidation:rule="!isURL(self) || !url(self).getHostname().contains(':')",message="spec.url must not be an IPv6 address: LohiSoftBot crawls over IPv4 only"
-	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getHostname().matches('^([A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)(\\\\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*\\\\.?$')",message="spec.url host must be a DNS name or an IPv4 address"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][-+.A-Za-z0-9]*://[^/?#]*\\\\[')",message="spec.url must not be an IPv6 address: LohiSoftBot crawls over IPv4 only"
+	// +kubebuilder:validation:XValidation:rule="!isURL(self) || self.matches('^[A-Za-z][-+.A-Za-z0-9]*://[^/?#]*\\\\[') || self.matches('^[A-Za-z][-+.A-Za-z0-9]*://([^/?#@]*@)?[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\\\\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*\\\\.?(:[0-9]{1,5})?([/?#].*)?$')",message="spec.url host must be a DNS name or an IPv4 address"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][-+.A-Za-z0-9]*://[^/?#]*@')",message="spec.url must not contain credentials: LohiSoftBot never logs in"
 	URL string `json:"url"`
 

@@ -1,0 +1,172 @@
+// Command manager runs the crawl-operator: the CrawlTarget and Exclusion
+// reconcilers and the results endpoint crawler Pods report to.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/controllers"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/results"
+)
+
+type options struct {
+	metricsAddr, probeAddr, resultsAddr string
+	leaderElect                         bool
+	leaderElectionNamespace             string
+
+	crawlerImage      string
+	crawlerPullPolicy string
+	resultsURL        string
+	maxCrawlsPerNode  int
+	minCrawlDelay     time.Duration
+	crawlDeadline     time.Duration
+	userAgent         string
+	allowPrivate      bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; 0 disables it.")
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
+	flag.StringVar(&o.resultsAddr, "results-bind-address", ":8083", "Address the results endpoint for crawler Pods binds to.")
+	flag.BoolVar(&o.leaderElect, "leader-elect", false, "Enable leader election, so only one manager reconciles at a time.")
+	flag.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the manager's namespace).")
+	flag.StringVar(&o.crawlerImage, "crawler-image", "ghcr.io/lohisoft/crawl-operator:latest", "Image of crawler Pods; it must provide the crawler command.")
+	flag.StringVar(&o.crawlerPullPolicy, "crawler-image-pull-policy", string(corev1.PullIfNotPresent), "Pull policy of the crawler image.")
+	flag.StringVar(&o.resultsURL, "results-url", "http://crawl-operator-results.crawl-system.svc:8083", "Base URL of the results endpoint as crawler Pods reach it.")
+	flag.IntVar(&o.maxCrawlsPerNode, "max-crawls-per-node", 4, "Most crawls running at once on one egress node.")
+	flag.DurationVar(&o.minCrawlDelay, "min-crawl-delay", time.Second, "Floor applied to spec.delay: the least gap between two requests to a site.")
+	flag.DurationVar(&o.crawlDeadline, "crawl-deadline", 30*time.Minute, "activeDeadlineSeconds of crawler Pods.")
+	flag.StringVar(&o.userAgent, "crawler-user-agent", "", "User-Agent crawler Pods send (default: the crawler's own default).")
+	flag.BoolVar(&o.allowPrivate, "crawler-allow-private", false, "Let crawlers fetch private and loopback addresses. Local demos and tests only.")
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	if o.maxCrawlsPerNode < 1 {
+		return errors.New("--max-crawls-per-node must be at least 1")
+	}
+	if o.minCrawlDelay < 0 {
+		return errors.New("--min-crawl-delay must not be negative")
+	}
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(crawlv1.AddToScheme(scheme))
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "crawl-operator.crawl.lohisoft.com",
+		LeaderElectionNamespace: o.leaderElectionNamespace,
+		Cache:                   controllers.CacheOptions(),
+		// Secrets are read only through the API reader, never cached.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+
+	resources := crawlpod.DefaultResources()
+	if err := (&controllers.CrawlTargetReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorder("crawltarget-controller"),
+		Clock:     clock.RealClock{},
+		Pod: crawlpod.Config{
+			Image:           o.crawlerImage,
+			ImagePullPolicy: corev1.PullPolicy(o.crawlerPullPolicy),
+			ResultsURL:      o.resultsURL,
+			MinDelay:        o.minCrawlDelay,
+			UserAgent:       o.userAgent,
+			ActiveDeadline:  o.crawlDeadline,
+			Resources:       resources,
+			AllowPrivate:    o.allowPrivate,
+		},
+		MaxCrawlsPerNode: o.maxCrawlsPerNode,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up CrawlTarget controller: %w", err)
+	}
+	if err := (&controllers.ExclusionReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("exclusion-controller"),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up Exclusion controller: %w", err)
+	}
+	controllers.RegisterMetrics(mgr.GetClient())
+
+	resultsServer := &results.Server{
+		Client: mgr.GetClient(),
+		Clock:  clock.RealClock{},
+		Excluded: func(ctx context.Context, host string) (bool, error) {
+			return controllers.Excluded(ctx, mgr.GetClient(), host)
+		},
+	}
+	if err := mgr.Add(&httpRunnable{name: "results", addr: o.resultsAddr, handler: resultsServer.Handler()}); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	ctrl.Log.Info("starting manager", "resultsURL", o.resultsURL, "crawlerImage", o.crawlerImage,
+		"maxCrawlsPerNode", o.maxCrawlsPerNode, "minCrawlDelay", o.minCrawlDelay)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// httpRunnable serves an HTTP handler for as long as the manager runs, on
+// every replica: crawler Pods may report to any of them.
+type httpRunnable struct {
+	name    string
+	addr    string
+	handler http.Handler
+}
+
+func (h *httpRunnable) NeedLeaderElection() bool { return false }
+
+func (h *httpRunnable) Start(ctx context.Context) error {
+	srv := &http.Server{Addr: h.addr, Handler: h.handler, ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: time.Minute, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	ctrl.Log.Info("serving", "endpoint", h.name, "address", h.addr)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("%s endpoint: %w", h.name, err)
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(shutdown)
+	}
+}

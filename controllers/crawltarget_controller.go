@@ -1,0 +1,555 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/site"
+)
+
+const (
+	// siteIndexField indexes CrawlTargets by the site of spec.url, so the
+	// owner of a site is one cached lookup away.
+	siteIndexField = "crawl.lohisoft.com/site"
+
+	waitRequeue = 15 * time.Second
+	// finishedPodsKept is how many finished crawler Pods stay for their logs.
+	finishedPodsKept = 3
+)
+
+// CrawlTargetReconciler turns each due CrawlTarget into one crawler Pod on an
+// egress node and records the outcome in the CrawlTarget status.
+type CrawlTargetReconciler struct {
+	client.Client
+	// APIReader reads straight from the API server where a stale cache
+	// would double-book: fleet capacity and Pods the cache has not seen yet.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+
+	Pod              crawlpod.Config
+	MaxCrawlsPerNode int
+	// EgressHealthy vetoes egress nodes that fail the FCrDNS self-check;
+	// nil trusts every egress node.
+	EgressHealthy func(node string) bool
+}
+
+// targetScope is what the steps of one reconcile share.
+type targetScope struct {
+	ct      *crawlv1.CrawlTarget
+	site    site.Site
+	index   *crawlv1.SiteIndex
+	active  *corev1.Pod
+	now     time.Time
+	verdict verdict
+	// failure describes a run that failed during this reconcile.
+	failure string
+	requeue time.Duration
+}
+
+func (s *targetScope) requeueAfter(d time.Duration) {
+	if d > 0 && (s.requeue == 0 || d < s.requeue) {
+		s.requeue = d
+	}
+}
+
+// step is one small part of a reconcile. done stops the chain: the target's
+// state is settled for this round.
+type step func(ctx context.Context, s *targetScope) (done bool, err error)
+
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=crawltargets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=crawltargets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=siteindexes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=siteindexes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=exclusions,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile runs the steps in order and patches the status once at the end.
+func (r *CrawlTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	ct := &crawlv1.CrawlTarget{}
+	if err := r.Get(ctx, req.NamespacedName, ct); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ct.DeletionTimestamp.IsZero() {
+		// Pods, Secrets and the SiteIndex are owned and go with it.
+		return ctrl.Result{}, nil
+	}
+	before := ct.DeepCopy()
+	s := &targetScope{ct: ct, now: r.Clock.Now()}
+
+	defer func() {
+		r.renderStatus(before, s)
+		if err := r.Status().Patch(ctx, ct, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+			retErr = errors.Join(retErr, fmt.Errorf("patch status: %w", err))
+		}
+		if retErr == nil {
+			result = ctrl.Result{RequeueAfter: s.requeue}
+		}
+	}()
+
+	for _, st := range []step{r.parseSite, r.ensureSiteIndex, r.enforceExclusion, r.checkDuplicate, r.observeRun, r.startCrawl} {
+		done, err := st(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if done {
+			break
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// parseSite names the site. The CRD validates spec.url, so failing here
+// means validation was bypassed; nothing can be crawled until spec changes.
+func (r *CrawlTargetReconciler) parseSite(_ context.Context, s *targetScope) (bool, error) {
+	st, err := site.Parse(s.ct.Spec.URL)
+	if err != nil {
+		s.verdict.block = reason{"InvalidURL", err.Error()}
+		return true, nil
+	}
+	s.site = st
+	s.ct.Status.Site = st.String()
+	s.ct.Status.Host = st.Host
+	return false, nil
+}
+
+// ensureSiteIndex creates the target's SiteIndex, and resets it when the
+// target moved to another site: old pages belong to the old site.
+func (r *CrawlTargetReconciler) ensureSiteIndex(ctx context.Context, s *targetScope) (bool, error) {
+	si := &crawlv1.SiteIndex{}
+	err := r.Get(ctx, client.ObjectKeyFromObject(s.ct), si)
+	if apierrors.IsNotFound(err) {
+		si = &crawlv1.SiteIndex{
+			ObjectMeta: metav1.ObjectMeta{Name: s.ct.Name, Namespace: s.ct.Namespace},
+			Spec:       crawlv1.SiteIndexSpec{Site: s.site.String()},
+		}
+		if err := ctrl.SetControllerReference(s.ct, si, r.Scheme); err != nil {
+			return false, err
+		}
+		if err := r.Create(ctx, si); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("create SiteIndex: %w", err)
+		}
+		s.index = si
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get SiteIndex: %w", err)
+	}
+	if !metav1.IsControlledBy(si, s.ct) {
+		s.verdict.block = reason{"SiteIndexConflict", fmt.Sprintf("SiteIndex %s exists and is not owned by this CrawlTarget", si.Name)}
+		return true, nil
+	}
+	if si.Spec.Site != s.site.String() {
+		si.Spec.Site = s.site.String()
+		if err := r.Update(ctx, si); err != nil {
+			return false, fmt.Errorf("update SiteIndex site: %w", err)
+		}
+		if err := clearIndex(ctx, r.Client, si); err != nil {
+			return false, err
+		}
+	}
+	s.index = si
+	return false, nil
+}
+
+// enforceExclusion stops everything for an excluded site: running crawls
+// are deleted at once and no new ones start. Excluded outranks every other
+// state, so this runs before anything else can decide. The Exclusion
+// reconciler purges the pages and counts them.
+func (r *CrawlTargetReconciler) enforceExclusion(ctx context.Context, s *targetScope) (bool, error) {
+	ex, err := matchingExclusion(ctx, r.Client, s.site.Host)
+	if err != nil || ex == nil {
+		return false, err
+	}
+	if _, err := deleteActiveCrawls(ctx, r.Client, s.ct); err != nil {
+		return false, err
+	}
+	// The interrupted run is settled, not failed: it must not count towards
+	// retry backoff once the exclusion is lifted.
+	s.ct.Status.LastFinishedRun = s.ct.Status.Runs
+	s.verdict.block = reason{crawlv1.ReasonExcluded,
+		fmt.Sprintf("domain %s is excluded by Exclusion %s: %s", ex.Spec.Domain, ex.Name, ex.Spec.Reason)}
+	return true, nil
+}
+
+// checkDuplicate keeps the 20-page budget per site: the oldest CrawlTarget
+// of a site owns it and any other waits until the owner goes away.
+func (r *CrawlTargetReconciler) checkDuplicate(ctx context.Context, s *targetScope) (bool, error) {
+	var list crawlv1.CrawlTargetList
+	if err := r.List(ctx, &list, client.MatchingFields{siteIndexField: s.site.String()}); err != nil {
+		return false, fmt.Errorf("list CrawlTargets of site: %w", err)
+	}
+	owner := SiteOwner(list.Items)
+	if owner == nil || owner.UID == s.ct.UID {
+		return false, nil
+	}
+	s.verdict.block = reason{crawlv1.ReasonDuplicateSite,
+		fmt.Sprintf("site %s is already crawled by CrawlTarget %s/%s", s.site, owner.Namespace, owner.Name)}
+	return true, nil
+}
+
+// SiteOwner returns the CrawlTarget that owns a site among those naming it:
+// the oldest one not being deleted, ties broken by namespace/name.
+func SiteOwner(targets []crawlv1.CrawlTarget) *crawlv1.CrawlTarget {
+	var live []*crawlv1.CrawlTarget
+	for i := range targets {
+		if targets[i].DeletionTimestamp.IsZero() {
+			live = append(live, &targets[i])
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	sort.Slice(live, func(i, j int) bool {
+		a, b := live[i], live[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	return live[0]
+}
+
+// observeRun follows the current run's Pod and, once it has ended, records
+// its outcome exactly once (runs are numbered; LastFinishedRun remembers).
+func (r *CrawlTargetReconciler) observeRun(ctx context.Context, s *targetScope) (bool, error) {
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(s.ct.Namespace),
+		client.MatchingLabels{crawlpod.LabelTargetUID: string(s.ct.UID)}); err != nil {
+		return false, fmt.Errorf("list crawler Pods: %w", err)
+	}
+	if err := r.pruneFinished(ctx, pods.Items); err != nil {
+		return false, err
+	}
+	st := &s.ct.Status
+	if st.Runs <= st.LastFinishedRun {
+		return false, nil
+	}
+	pod, err := r.currentPod(ctx, s.ct, pods.Items)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case pod == nil:
+		r.recordFailure(s, s.now, "crawler Pod was deleted before it finished", "")
+	case pod.Status.Phase == corev1.PodSucceeded:
+		if err := r.recordSuccess(ctx, s, pod); err != nil {
+			return false, err
+		}
+	case pod.Status.Phase == corev1.PodFailed:
+		r.recordFailure(s, podFinishedAt(pod, s.now), "crawler Pod failed: "+podFailure(pod), pod.Name)
+	default:
+		// Pending, Running, or terminating: the run is still in progress.
+		s.active = pod
+		return true, nil
+	}
+	st.LastFinishedRun = st.Runs
+	return false, r.deleteToken(ctx, s.ct, crawlpod.PodName(s.ct.Name, st.Runs))
+}
+
+// currentPod finds the Pod of the current run. When the cache has not seen
+// it, the API server is asked before the run is declared lost, so a slow
+// cache cannot make the operator start a second crawl.
+func (r *CrawlTargetReconciler) currentPod(ctx context.Context, ct *crawlv1.CrawlTarget, pods []corev1.Pod) (*corev1.Pod, error) {
+	name := crawlpod.PodName(ct.Name, ct.Status.Runs)
+	for i := range pods {
+		if pods[i].Name == name {
+			return &pods[i], nil
+		}
+	}
+	pod := &corev1.Pod{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ct.Namespace, Name: name}, pod)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get crawler Pod %s: %w", name, err)
+	}
+	return pod, nil
+}
+
+func (r *CrawlTargetReconciler) recordSuccess(ctx context.Context, s *targetScope, pod *corev1.Pod) error {
+	idx := s.index
+	if idx.Status.Run != pod.Name || !idx.Status.Complete {
+		// The result is written before the crawler exits, so only the cache
+		// can be behind: read the index from the API server.
+		fresh := &crawlv1.SiteIndex{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(idx), fresh); err != nil {
+			return fmt.Errorf("get SiteIndex: %w", err)
+		}
+		idx = fresh
+	}
+	finished := podFinishedAt(pod, s.now)
+	if idx.Status.Run != pod.Name || !idx.Status.Complete {
+		r.recordFailure(s, finished, "crawler exited without delivering its result", pod.Name)
+		return nil
+	}
+	st := &s.ct.Status
+	st.RetryAfter = idx.Status.RetryAfter
+	pages := int32(len(idx.Status.Pages))
+	if pages == 0 && idx.Status.RetryAfter != nil {
+		r.recordFailure(s, finished, fmt.Sprintf("site asked the bot to back off until %s", idx.Status.RetryAfter.UTC().Format(time.RFC3339)), pod.Name)
+		return nil
+	}
+	st.PagesIndexed = pages
+	st.LastCrawlTime = &metav1.Time{Time: finished}
+	st.ConsecutiveFailures = 0
+	st.LastFailureTime = nil
+	crawlsFinished.WithLabelValues("succeeded").Inc()
+	pagesIndexed.Add(float64(pages))
+	observeDuration(pod, finished)
+	r.Recorder.Eventf(s.ct, pod, corev1.EventTypeNormal, "CrawlSucceeded", "Crawl",
+		"crawl %d indexed %d pages of %s", st.Runs, pages, s.site)
+	return nil
+}
+
+func (r *CrawlTargetReconciler) recordFailure(s *targetScope, at time.Time, why, podName string) {
+	st := &s.ct.Status
+	st.ConsecutiveFailures++
+	st.LastFailureTime = &metav1.Time{Time: at}
+	if s.index != nil && podName != "" && s.index.Status.Run == podName && s.index.Status.RetryAfter != nil {
+		st.RetryAfter = s.index.Status.RetryAfter
+	}
+	s.failure = why
+	crawlsFinished.WithLabelValues("failed").Inc()
+	r.Recorder.Eventf(s.ct, nil, corev1.EventTypeWarning, crawlv1.ReasonCrawlFailed, "Crawl",
+		"crawl %d failed (%d in a row): %s", st.Runs, st.ConsecutiveFailures, why)
+}
+
+// startCrawl starts a crawl when one is due and the fleet has room: one
+// crawl per host at a time fleet-wide and at most MaxCrawlsPerNode per node.
+func (r *CrawlTargetReconciler) startCrawl(ctx context.Context, s *targetScope) (bool, error) {
+	due, next := CrawlDue(s.ct, s.now)
+	if next.IsZero() {
+		s.ct.Status.NextCrawlTime = nil
+	} else {
+		s.ct.Status.NextCrawlTime = &metav1.Time{Time: next}
+	}
+	if !due {
+		if !next.IsZero() {
+			s.requeueAfter(next.Sub(s.now))
+		}
+		return true, nil
+	}
+
+	fleet, err := r.fleet(ctx)
+	if err != nil {
+		return false, err
+	}
+	if other, busy := fleet.busyHosts[crawlpod.HostHash(s.site.Host)]; busy {
+		s.verdict.wait = reason{crawlv1.ReasonWaitingForCapacity,
+			fmt.Sprintf("host %s is being crawled by Pod %s; one crawl per host at a time", s.site.Host, other)}
+		s.requeueAfter(waitRequeue)
+		return true, nil
+	}
+	var nodes corev1.NodeList
+	if err := r.List(ctx, &nodes, client.MatchingLabels{crawlpod.EgressLabel: crawlpod.EgressValue}); err != nil {
+		return false, fmt.Errorf("list egress nodes: %w", err)
+	}
+	egress := EgressNodes(nodes.Items, r.EgressHealthy)
+	if len(egress) == 0 {
+		s.verdict.wait = reason{crawlv1.ReasonNoEgressNode,
+			"no usable egress node: need a Ready Node labelled crawl.lohisoft.com/egress=true with an IPv4 ExternalIP"}
+		s.requeueAfter(waitRequeue)
+		return true, nil
+	}
+	for i := range egress {
+		egress[i].Running = fleet.perNode[egress[i].Name]
+	}
+	node, ok := ChooseEgressNode(egress, s.ct.Status.EgressNode, s.site.String(), r.MaxCrawlsPerNode)
+	if !ok {
+		msg := fmt.Sprintf("all egress nodes run %d crawls", r.MaxCrawlsPerNode)
+		if node.Name != "" {
+			msg = fmt.Sprintf("egress node %s (%s), the site's source IP, runs %d crawls", node.Name, node.IP, r.MaxCrawlsPerNode)
+		}
+		s.verdict.wait = reason{crawlv1.ReasonWaitingForCapacity, msg}
+		s.requeueAfter(waitRequeue)
+		return true, nil
+	}
+	return true, r.createRun(ctx, s, node)
+}
+
+// createRun creates the run's token Secret and Pod. Both names derive from
+// the run number, so repeating this after a crash adopts what exists.
+func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, node EgressNode) error {
+	st := &s.ct.Status
+	requested, isRequested := CrawlRequested(s.ct)
+	run := crawlpod.Run{Target: s.ct, Site: s.site, Number: st.Runs + 1, Node: node.Name, NodeIP: node.IP}
+	if isRequested {
+		run.RequestedAt = requested
+	}
+	token, err := r.runToken(ctx, run)
+	if err != nil {
+		return err
+	}
+	run.TokenSHA256 = crawlpod.TokenSHA256(token)
+	pod := crawlpod.Pod(run, r.Pod)
+	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create crawler Pod: %w", err)
+	}
+	st.Runs = run.Number
+	st.EgressNode, st.EgressIP = node.Name, node.IP
+	if isRequested {
+		st.LastHandledRequestedAt = requested
+	}
+	st.NextCrawlTime = nil
+	s.active = pod
+	crawlsStarted.Inc()
+	r.Recorder.Eventf(s.ct, pod, corev1.EventTypeNormal, "CrawlStarted", "Crawl",
+		"crawl %d of %s started on egress node %s (%s)", run.Number, s.site, node.Name, node.IP)
+	return nil
+}
+
+// runToken creates the run's Secret with a fresh token, or reads the token
+// back when a previous attempt already created it.
+func (r *CrawlTargetReconciler) runToken(ctx context.Context, run crawlpod.Run) (string, error) {
+	token, _, err := crawlpod.NewToken()
+	if err != nil {
+		return "", err
+	}
+	secret := crawlpod.TokenSecret(run, token)
+	err = r.Create(ctx, secret)
+	if err == nil {
+		return token, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("create run token Secret: %w", err)
+	}
+	existing := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
+		return "", fmt.Errorf("get run token Secret: %w", err)
+	}
+	return string(existing.Data[crawlpod.TokenKey]), nil
+}
+
+// fleetLoad is what every crawler Pod in the cluster occupies right now.
+type fleetLoad struct {
+	perNode   map[string]int
+	busyHosts map[string]string // host hash -> namespace/pod
+}
+
+// fleet reads crawler Pods from the API server, not the cache: two targets
+// of one host reconciled back to back must see each other's Pods.
+func (r *CrawlTargetReconciler) fleet(ctx context.Context) (fleetLoad, error) {
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.MatchingLabels{
+		crawlpod.LabelName: crawlpod.NameValue, crawlpod.LabelManagedBy: crawlpod.ManagedByValue,
+	}); err != nil {
+		return fleetLoad{}, fmt.Errorf("list crawler Pods: %w", err)
+	}
+	f := fleetLoad{perNode: map[string]int{}, busyHosts: map[string]string{}}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if crawlpod.Finished(p) {
+			continue
+		}
+		// Terminating Pods still hold their slot and their host.
+		f.perNode[p.Annotations[crawlpod.AnnotationEgressNode]]++
+		f.busyHosts[p.Labels[crawlpod.LabelHostHash]] = p.Namespace + "/" + p.Name
+	}
+	return f, nil
+}
+
+// pruneFinished keeps the newest finished Pods for their logs and deletes
+// older ones, with their token Secrets.
+func (r *CrawlTargetReconciler) pruneFinished(ctx context.Context, pods []corev1.Pod) error {
+	var finished []*corev1.Pod
+	for i := range pods {
+		if crawlpod.Finished(&pods[i]) && pods[i].DeletionTimestamp == nil {
+			finished = append(finished, &pods[i])
+		}
+	}
+	sort.Slice(finished, func(i, j int) bool { return crawlpod.RunNumber(finished[i]) > crawlpod.RunNumber(finished[j]) })
+	for i, p := range finished {
+		if i < finishedPodsKept {
+			continue
+		}
+		if err := r.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete old crawler Pod %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+func (r *CrawlTargetReconciler) deleteToken(ctx context.Context, ct *crawlv1.CrawlTarget, podName string) error {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ct.Namespace, Name: crawlpod.SecretName(podName)}}
+	if err := r.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete run token Secret: %w", err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the reconciler and what wakes it.
+func (r *CrawlTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &crawlv1.CrawlTarget{}, siteIndexField,
+		func(o client.Object) []string {
+			s, err := site.Parse(o.(*crawlv1.CrawlTarget).Spec.URL)
+			if err != nil {
+				return nil
+			}
+			return []string{s.String()}
+		}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&crawlv1.CrawlTarget{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&corev1.Pod{}).
+		Owns(&crawlv1.SiteIndex{}).
+		Watches(&crawlv1.Exclusion{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfExclusion)).
+		// When a site's owner goes away, its duplicates take over.
+		Watches(&crawlv1.CrawlTarget{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfSameSite),
+			builder.WithPredicates(deletedOnly())).
+		Named("crawltarget").
+		Complete(r)
+}
+
+func (r *CrawlTargetReconciler) targetsOfExclusion(ctx context.Context, o client.Object) []reconcile.Request {
+	ex := o.(*crawlv1.Exclusion)
+	targets, err := targetsInDomain(ctx, r.Client, ex.Spec.Domain)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "map Exclusion to CrawlTargets", "exclusion", ex.Name)
+		return nil
+	}
+	return requestsFor(targets)
+}
+
+func (r *CrawlTargetReconciler) targetsOfSameSite(ctx context.Context, o client.Object) []reconcile.Request {
+	s, err := site.Parse(o.(*crawlv1.CrawlTarget).Spec.URL)
+	if err != nil {
+		return nil
+	}
+	var list crawlv1.CrawlTargetList
+	if err := r.List(ctx, &list, client.MatchingFields{siteIndexField: s.String()}); err != nil {
+		log.FromContext(ctx).Error(err, "map CrawlTarget to same-site targets")
+		return nil
+	}
+	return requestsFor(list.Items)
+}

@@ -1,0 +1,126 @@
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+)
+
+// renderStatus turns what the steps found into phase and kstatus
+// conditions. A target that has crawled successfully stays Ready while it is
+// recrawled, so health checks do not flap with every crawl.
+func (r *CrawlTargetReconciler) renderStatus(before *crawlv1.CrawlTarget, s *targetScope) {
+	ct := s.ct
+	st := &ct.Status
+	st.ObservedGeneration = ct.Generation
+	ready, stalled, reconciling := readiness(before, s)
+
+	readyStatus := metav1.ConditionFalse
+	if ready.Reason == crawlv1.ReasonCrawled {
+		readyStatus = metav1.ConditionTrue
+	}
+	if setCondition(&st.Conditions, ct.Generation, crawlv1.ConditionReady, readyStatus, ready) {
+		r.eventForReady(ct, ready)
+	}
+	setOrRemove(&st.Conditions, ct.Generation, crawlv1.ConditionStalled, stalled)
+	setOrRemove(&st.Conditions, ct.Generation, crawlv1.ConditionReconciling, reconciling)
+	if s.active != nil {
+		setCondition(&st.Conditions, ct.Generation, crawlv1.ConditionCrawling, metav1.ConditionTrue,
+			reason{crawlv1.ReasonCrawling, fmt.Sprintf("crawl %d runs in Pod %s on %s (%s)", st.Runs, s.active.Name, st.EgressNode, st.EgressIP)})
+	} else {
+		setCondition(&st.Conditions, ct.Generation, crawlv1.ConditionCrawling, metav1.ConditionFalse,
+			reason{crawlv1.ReasonIdle, "no crawl is running"})
+	}
+	st.Phase = phase(s, ready)
+}
+
+// readiness decides the Ready, Stalled and Reconciling reasons; an empty
+// Stalled or Reconciling reason removes that condition.
+func readiness(before *crawlv1.CrawlTarget, s *targetScope) (ready, stalled, reconciling reason) {
+	st := &s.ct.Status
+	succeeded := st.LastCrawlTime != nil && st.ConsecutiveFailures == 0
+	switch {
+	case s.verdict.block.set():
+		return s.verdict.block, s.verdict.block, reason{}
+	case s.active != nil && !succeeded:
+		r := reason{crawlv1.ReasonCrawling, fmt.Sprintf("crawl %d of %s is running", st.Runs, st.Site)}
+		return r, reason{}, r
+	case s.verdict.wait.set():
+		return s.verdict.wait, reason{}, s.verdict.wait
+	case st.ConsecutiveFailures > 0:
+		msg := s.failure
+		if msg == "" {
+			// Keep the message of the failure recorded earlier.
+			if c := meta.FindStatusCondition(before.Status.Conditions, crawlv1.ConditionReady); c != nil && c.Reason == crawlv1.ReasonCrawlFailed {
+				msg = c.Message
+			}
+		} else {
+			msg = fmt.Sprintf("crawl %d failed: %s", st.Runs, msg)
+		}
+		retry := "retry"
+		if st.NextCrawlTime != nil {
+			retry = "retry at " + st.NextCrawlTime.UTC().Format(time.RFC3339)
+		}
+		return reason{crawlv1.ReasonCrawlFailed, msg}, reason{}, reason{crawlv1.ReasonCrawlFailed, retry + " (" + fmt.Sprint(st.ConsecutiveFailures) + " failures in a row)"}
+	case succeeded:
+		msg := fmt.Sprintf("%d pages indexed at %s", st.PagesIndexed, st.LastCrawlTime.UTC().Format(time.RFC3339))
+		switch {
+		case s.active != nil:
+			msg += "; recrawl running"
+		case s.ct.Spec.Suspend:
+			msg += "; suspended"
+		case st.NextCrawlTime != nil:
+			msg += "; next crawl at " + st.NextCrawlTime.UTC().Format(time.RFC3339)
+		}
+		return reason{crawlv1.ReasonCrawled, msg}, reason{}, reason{}
+	case s.ct.Spec.Suspend:
+		return reason{crawlv1.ReasonSuspended, "suspended before its first crawl"}, reason{}, reason{}
+	default:
+		r := reason{"Pending", "waiting for the first crawl"}
+		return r, reason{}, r
+	}
+}
+
+func phase(s *targetScope, ready reason) crawlv1.CrawlPhase {
+	switch {
+	case ready.Reason == crawlv1.ReasonExcluded:
+		return crawlv1.PhaseExcluded
+	case ready.Reason == crawlv1.ReasonDuplicateSite:
+		return crawlv1.PhaseDuplicate
+	case s.verdict.block.set():
+		return crawlv1.PhaseFailed
+	case s.active != nil:
+		return crawlv1.PhaseRunning
+	case s.verdict.wait.set():
+		return crawlv1.PhaseWaiting
+	case s.ct.Status.ConsecutiveFailures > 0:
+		return crawlv1.PhaseFailed
+	case s.ct.Status.LastCrawlTime != nil:
+		return crawlv1.PhaseSucceeded
+	default:
+		return crawlv1.PhasePending
+	}
+}
+
+// eventForReady reports Ready transitions that no step reported already.
+func (r *CrawlTargetReconciler) eventForReady(ct *crawlv1.CrawlTarget, ready reason) {
+	switch ready.Reason {
+	case crawlv1.ReasonExcluded, crawlv1.ReasonDuplicateSite, crawlv1.ReasonNoEgressNode, "InvalidURL", "SiteIndexConflict":
+		r.Recorder.Eventf(ct, nil, corev1.EventTypeWarning, ready.Reason, "Reconcile", "%s", ready.Message)
+	case crawlv1.ReasonWaitingForCapacity, crawlv1.ReasonSuspended:
+		r.Recorder.Eventf(ct, nil, corev1.EventTypeNormal, ready.Reason, "Reconcile", "%s", ready.Message)
+	}
+}
+
+func setOrRemove(conds *[]metav1.Condition, generation int64, typ string, r reason) {
+	if !r.set() {
+		meta.RemoveStatusCondition(conds, typ)
+		return
+	}
+	setCondition(conds, generation, typ, metav1.ConditionTrue, r)
+}

@@ -1,0 +1,108 @@
+package results
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/internal/site"
+)
+
+// IndexStatus turns a crawler's report into a SiteIndex status. The report
+// comes from a Pod that parsed hostile pages, so nothing in it is trusted:
+// pages off the site are dropped, the page count is held to the budget, and
+// every string and list is cut to the SiteIndex caps.
+func IndexStatus(rep result.Report, owner site.Site, run string, maxPages int, now time.Time) crawlv1.SiteIndexStatus {
+	maxPages = min(maxPages, crawlv1.MaxIndexedPages)
+	st := crawlv1.SiteIndexStatus{
+		Run:      run,
+		Complete: rep.Final,
+		Robots: &crawlv1.RobotsStatus{
+			StatusCode: int32(clampStatus(rep.Result.Robots.Status)),
+			FetchedAt:  timeOrNil(rep.Result.Robots.FetchedAt),
+		},
+	}
+	seen := map[string]bool{}
+	for _, p := range rep.Result.Pages {
+		if len(st.Pages) == maxPages {
+			break
+		}
+		s, err := site.Parse(p.URL)
+		if err != nil || s != owner || len(p.URL) > crawlv1.MaxURLLength || seen[p.URL] {
+			continue
+		}
+		seen[p.URL] = true
+		st.Pages = append(st.Pages, crawlv1.IndexedPage{
+			URL:         p.URL,
+			StatusCode:  int32(clampStatus(p.StatusCode)),
+			Title:       cut(p.Title, crawlv1.MaxTitleLength),
+			Description: cut(p.Description, crawlv1.MaxDescriptionLength),
+			Headings: crawlv1.Headings{
+				H1: cutAll(p.Headings.H1, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
+				H2: cutAll(p.Headings.H2, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
+				H3: cutAll(p.Headings.H3, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
+			},
+			InboundAnchors: cutAll(p.InboundAnchors, crawlv1.MaxInboundAnchors, crawlv1.MaxAnchorLength),
+			FetchedAt:      timeOrNil(p.FetchedAt),
+		})
+	}
+	st.Stats = crawlv1.IndexStats{Pages: int32(len(st.Pages)), Skipped: int32(min(len(rep.Result.Skipped), 1<<20))}
+	if rep.Final {
+		st.CrawledAt = &metav1.Time{Time: now}
+	}
+	if t, err := time.Parse(time.RFC3339, rep.Result.RetryAfter); err == nil && t.After(now) {
+		if limit := now.Add(maxRetryAfter); t.After(limit) {
+			t = limit
+		}
+		st.RetryAfter = &metav1.Time{Time: t.Truncate(time.Second)}
+	}
+	return st
+}
+
+// maxRetryAfter stops a site from pushing the bot away for more than a
+// month, by accident or malice; the operator's own schedule takes over.
+const maxRetryAfter = 30 * 24 * time.Hour
+
+func clampStatus(code int) int {
+	if code < 0 || code > 999 {
+		return 0
+	}
+	return code
+}
+
+func timeOrNil(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &metav1.Time{Time: t.Truncate(time.Second)}
+}
+
+// cut trims s to at most n bytes without splitting a UTF-8 sequence and
+// replaces invalid UTF-8, which the API server would reject.
+func cut(s string, n int) string {
+	s = strings.ToValidUTF8(strings.TrimSpace(s), "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func cutAll(in []string, maxItems, maxLen int) []string {
+	var out []string
+	for _, s := range in {
+		if len(out) == maxItems {
+			break
+		}
+		if s = cut(s, maxLen); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

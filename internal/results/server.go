@@ -1,0 +1,202 @@
+// Package results is the manager's results endpoint. Crawler Pods hold no
+// Kubernetes credentials, so they hand their progress and final result to
+// this endpoint, authenticated by their run's token; the endpoint checks the
+// token against the run's Pod, bounds the payload and writes the SiteIndex.
+package results
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/site"
+)
+
+// DefaultMaxBody bounds one report. Twenty capped pages fit in well under a
+// megabyte; anything bigger is a broken or hostile crawler.
+const DefaultMaxBody = 2 << 20
+
+// Server serves POST /v1/runs/{namespace}/{pod}.
+type Server struct {
+	Client  client.Client
+	Clock   clock.PassiveClock
+	MaxBody int64
+	// Excluded reports whether a host is covered by an Exclusion; reports of
+	// excluded sites are refused so nothing purged comes back.
+	Excluded func(ctx context.Context, host string) (bool, error)
+}
+
+// Handler returns the endpoint's HTTP handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/runs/{namespace}/{pod}", s.report)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not found: POST /v1/runs/{namespace}/{pod}")
+	})
+	return mux
+}
+
+// httpError is an error with the status code the crawler should see.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func fail(code int, format string, args ...any) error {
+	return &httpError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func (s *Server) report(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("pod")
+	pages, err := s.handle(r, ns, name)
+	if err != nil {
+		var he *httpError
+		if !errors.As(err, &he) {
+			log.FromContext(r.Context()).Error(err, "store crawl report", "namespace", ns, "pod", name)
+			he = &httpError{code: http.StatusServiceUnavailable, msg: "could not store the report, retry"}
+		}
+		writeError(w, he.code, he.msg)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]int{"pages": pages})
+}
+
+func (s *Server) handle(r *http.Request, ns, name string) (int, error) {
+	ctx := r.Context()
+	pod, err := s.authenticate(ctx, r, ns, name)
+	if err != nil {
+		return 0, err
+	}
+	rep, err := s.decode(r)
+	if err != nil {
+		return 0, err
+	}
+	ct, owner, err := s.target(ctx, pod)
+	if err != nil {
+		return 0, err
+	}
+	return s.store(ctx, pod, ct, owner, rep)
+}
+
+// authenticate ties the bearer token to exactly one live run: the Pod named
+// in the URL, whose annotation holds the token's hash.
+func (s *Server) authenticate(ctx context.Context, r *http.Request, ns, name string) (*corev1.Pod, error) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		return nil, fail(http.StatusUnauthorized, "missing bearer token")
+	}
+	pod := &corev1.Pod{}
+	err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)
+	if apierrors.IsNotFound(err) {
+		return nil, fail(http.StatusForbidden, "unknown run or wrong token")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !crawlpod.IsCrawlerPod(pod) || !crawlpod.TokenMatches(pod, token) {
+		return nil, fail(http.StatusForbidden, "unknown run or wrong token")
+	}
+	if !crawlpod.Active(pod) {
+		return nil, fail(http.StatusConflict, "run %s/%s has ended", ns, name)
+	}
+	return pod, nil
+}
+
+func (s *Server) decode(r *http.Request) (result.Report, error) {
+	var rep result.Report
+	limit := s.MaxBody
+	if limit <= 0 {
+		limit = DefaultMaxBody
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return rep, fail(http.StatusUnsupportedMediaType, "content type must be application/json")
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, limit))
+	if err := dec.Decode(&rep); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return rep, fail(http.StatusRequestEntityTooLarge, "report larger than %d bytes", limit)
+		}
+		return rep, fail(http.StatusBadRequest, "invalid report JSON: %v", err)
+	}
+	return rep, nil
+}
+
+// target finds the CrawlTarget that owns the run and refuses reports for a
+// site that has since been excluded or moved.
+func (s *Server) target(ctx context.Context, pod *corev1.Pod) (*crawlv1.CrawlTarget, site.Site, error) {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "CrawlTarget" {
+		return nil, site.Site{}, fail(http.StatusForbidden, "run has no CrawlTarget")
+	}
+	ct := &crawlv1.CrawlTarget{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref.Name}, ct); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, site.Site{}, fail(http.StatusConflict, "CrawlTarget %s is gone", ref.Name)
+		}
+		return nil, site.Site{}, err
+	}
+	owner, err := site.Parse(ct.Spec.URL)
+	if ct.UID != ref.UID || err != nil || owner.String() != pod.Annotations[crawlpod.AnnotationSite] {
+		return nil, site.Site{}, fail(http.StatusConflict, "CrawlTarget %s no longer matches this run", ref.Name)
+	}
+	if s.Excluded != nil {
+		excluded, err := s.Excluded(ctx, owner.Host)
+		if err != nil {
+			return nil, site.Site{}, err
+		}
+		if excluded {
+			return nil, site.Site{}, fail(http.StatusConflict, "site %s is excluded", owner)
+		}
+	}
+	return ct, owner, nil
+}
+
+func (s *Server) store(ctx context.Context, pod *corev1.Pod, ct *crawlv1.CrawlTarget, owner site.Site, rep result.Report) (int, error) {
+	si := &crawlv1.SiteIndex{}
+	if err := s.Client.Get(ctx, client.ObjectKeyFromObject(ct), si); err != nil {
+		return 0, err
+	}
+	if !metav1.IsControlledBy(si, ct) {
+		return 0, fail(http.StatusConflict, "SiteIndex %s is not owned by the CrawlTarget", si.Name)
+	}
+	if si.Status.Run == pod.Name && si.Status.Complete {
+		return 0, fail(http.StatusConflict, "run %s already delivered its final result", pod.Name)
+	}
+	before := si.DeepCopy()
+	si.Status = IndexStatus(rep, owner, pod.Name, int(crawlpod.MaxPages(ct.Spec)), s.now())
+	if err := s.Client.Status().Patch(ctx, si, client.MergeFrom(before)); err != nil {
+		return 0, fmt.Errorf("write SiteIndex status: %w", err)
+	}
+	return len(si.Status.Pages), nil
+}
+
+func (s *Server) now() time.Time {
+	if s.Clock == nil {
+		return time.Now()
+	}
+	return s.Clock.Now()
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}

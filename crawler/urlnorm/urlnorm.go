@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"golang.org/x/net/idna"
 )
 
 // ErrIPv6 is returned for IPv6 literal hosts: LohiSoftBot makes no requests
@@ -38,7 +40,11 @@ func ParseStart(raw string) (*url.URL, error) {
 	if p := u.Port(); p != "" && !validPort(p) {
 		return nil, fmt.Errorf("invalid URL %q: bad port", raw)
 	}
-	return Normalize(u), nil
+	n := Normalize(u)
+	if !validHost(n.Hostname()) {
+		return nil, fmt.Errorf("invalid URL %q: bad host name", raw)
+	}
+	return n, nil
 }
 
 // IsIPv6Host reports whether a URL host (with or without port) is an IPv6
@@ -85,8 +91,11 @@ func Normalize(u *url.URL) *url.URL {
 	n.User = nil
 	n.Fragment, n.RawFragment = "", ""
 	n.Scheme = strings.ToLower(n.Scheme)
-	host := strings.ToLower(n.Hostname())
-	host = strings.TrimSuffix(host, ".")
+	host := strings.TrimSuffix(strings.ToLower(n.Hostname()), ".")
+	// Internationalised names travel as punycode (what DNS answers for).
+	if a, err := idna.Lookup.ToASCII(host); err == nil {
+		host = a
+	}
 	port := n.Port()
 	if port == DefaultPort(n.Scheme) {
 		port = ""
@@ -109,6 +118,26 @@ func Normalize(u *url.URL) *url.URL {
 	n.RawQuery = canonicalEscapes(n.RawQuery)
 	n.ForceQuery = false
 	return &n
+}
+
+// validHost accepts DNS names (letters, digits, '-' inside and '_' in
+// labels of 1–63 octets) and IPv4 literals.
+func validHost(h string) bool {
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // DefaultPort is the port a scheme implies.
@@ -161,7 +190,11 @@ func Resolve(base *url.URL, href string) (u *url.URL, ok bool) {
 	if p := abs.Port(); p != "" && !validPort(p) {
 		return nil, false
 	}
-	return Normalize(abs), true
+	n := Normalize(abs)
+	if !validHost(n.Hostname()) {
+		return nil, false
+	}
+	return n, true
 }
 
 // canonicalEscapes decodes percent-encoded unreserved characters and

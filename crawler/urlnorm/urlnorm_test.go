@@ -15,6 +15,7 @@ func TestParseStart(t *testing.T) {
 		" http://127.0.0.1:9/x?b=1&a=2 ": "http://127.0.0.1:9/x?b=1&a=2",
 		"http://example.com/a%2fb":       "http://example.com/a%2Fb",
 		"http://example.com/ツ":           "http://example.com/%E3%83%84",
+		"http://Příklad.CZ/":             "http://xn--pklad-zsa96e.cz/",
 	}
 	for in, want := range ok {
 		u, err := ParseStart(in)
@@ -28,7 +29,7 @@ func TestParseStart(t *testing.T) {
 	}
 	bad := []string{"", "example.com", "/path", "ftp://example.com/", "http://", "http:///x",
 		"http://user:pw@example.com/", "http://[::1]:8080/", "http://[2001:db8::1]/", "http://[::ffff:127.0.0.1]/",
-		"mailto:a@b.c", "http://example.com:0/", "http://example.com:99999/", "http://exa mple.com/"}
+		"mailto:a@b.c", "http://example.com:0/", "http://../", "http://a..b/", "http://a b/", "http://-/x!", "http://example.com:99999/", "http://exa mple.com/"}
 	for _, in := range bad {
 		if u, err := ParseStart(in); err == nil {
 			t.Errorf("ParseStart(%q) = %v, want error", in, u)

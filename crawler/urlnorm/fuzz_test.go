@@ -1,0 +1,49 @@
+package urlnorm
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// FuzzNormalize checks, for any start URL or href: accepted URLs are
+// absolute http(s) with a host and no fragment, normalisation is
+// idempotent, and the normalised URL stays on its own site.
+func FuzzNormalize(f *testing.F) {
+	for _, s := range []string{"http://Example.COM:80/a/../b?x=%7e#f", "https://a.test./%e3%83%84", "//other.test/x", "../up?q", "javascript:alert(1)", "http://[::1]/", "HTTP://a.test:8080", "/a%2fb%41"} {
+		f.Add(s)
+	}
+	base, _ := url.Parse("http://base.test/dir/page")
+	f.Fuzz(func(t *testing.T, s string) {
+		if u, err := ParseStart(s); err == nil {
+			check(t, s, u)
+		}
+		if u, ok := Resolve(base, s); ok {
+			check(t, s, u)
+		}
+	})
+}
+
+func check(t *testing.T, in string, u *url.URL) {
+	t.Helper()
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Fragment != "" || u.User != nil {
+		t.Fatalf("%q -> %q: not a crawlable absolute URL", in, u)
+	}
+	if IsIPv6Host(u.Host) {
+		t.Fatalf("%q -> %q: IPv6 host accepted", in, u)
+	}
+	if u.Host != strings.ToLower(u.Host) {
+		t.Fatalf("%q -> %q: host not lower-case", in, u)
+	}
+	again, err := url.Parse(u.String())
+	if err != nil {
+		t.Fatalf("%q -> %q does not parse: %v", in, u, err)
+	}
+	n := Normalize(again)
+	if n.String() != u.String() {
+		t.Fatalf("%q: not idempotent: %q then %q", in, u, n)
+	}
+	if !SameSite(u, n) {
+		t.Fatalf("%q: normalising changed the site", in)
+	}
+}

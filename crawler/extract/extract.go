@@ -86,10 +86,13 @@ func Extract(r io.Reader, contentType, token string) (*Page, error) {
 				x.text(z.Text())
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
-			x.start(z, tt == html.SelfClosingTagToken)
+			if a := rawTagAtom(z.Raw()); a != 0 {
+				x.start(z, a, tt == html.SelfClosingTagToken)
+			}
 		case html.EndTagToken:
-			name, _ := z.TagName()
-			x.end(atom.Lookup(name))
+			if a := rawTagAtom(z.Raw()); a != 0 {
+				x.end(a)
+			}
 		}
 	}
 }
@@ -144,9 +147,43 @@ func appendCapped(dst, b []byte) []byte {
 	return dst
 }
 
-func (x *extractor) start(z *html.Tokenizer, selfClosing bool) {
-	name, hasAttr := z.TagName()
-	a := atom.Lookup(name)
+// rawTagAtom reads the tag name from a raw tag token and returns its atom
+// when it is one the extractor handles, 0 otherwise. Reading it here rather
+// than through Tokenizer.TagName (which copies every name) keeps the
+// thousands of <p>, <div> and <span> tags of a page free of allocations.
+func rawTagAtom(raw []byte) atom.Atom {
+	i := 1 // past '<'
+	if i < len(raw) && raw[i] == '/' {
+		i++
+	}
+	var name [10]byte
+	n := 0
+	for ; i < len(raw); i++ {
+		c := raw[i]
+		if c == ' ' || c == '>' || c == '/' || c == '\t' || c == '\n' || c == '\r' || c == '\f' {
+			break
+		}
+		if n == len(name) {
+			return 0
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		name[n] = c
+		n++
+	}
+	switch a := atom.Lookup(name[:n]); a {
+	case atom.Title, atom.H1, atom.H2, atom.H3, atom.A, atom.Img, atom.Meta, atom.Base,
+		atom.Script, atom.Style, atom.Template, atom.Body, atom.Html:
+		return a
+	}
+	return 0
+}
+
+func (x *extractor) start(z *html.Tokenizer, a atom.Atom, selfClosing bool) {
+	// TagAttr on a tag without attributes returns nothing, so it is
+	// always safe to call.
+	hasAttr := true
 	switch a {
 	case atom.Script, atom.Style, atom.Template:
 		if !selfClosing {
@@ -159,7 +196,7 @@ func (x *extractor) start(z *html.Tokenizer, selfClosing bool) {
 	case atom.H1, atom.H2, atom.H3:
 		x.finishHeading()
 		if !selfClosing {
-			x.heading = int(name[1] - '0')
+			x.heading = headingLevel(a)
 		}
 	case atom.A:
 		x.finishLink()
@@ -219,6 +256,16 @@ func (x *extractor) start(z *html.Tokenizer, selfClosing bool) {
 			}
 		}
 	}
+}
+
+func headingLevel(a atom.Atom) int {
+	switch a {
+	case atom.H1:
+		return 1
+	case atom.H2:
+		return 2
+	}
+	return 3
 }
 
 func (x *extractor) meta(z *html.Tokenizer) {
@@ -328,6 +375,7 @@ func (x *extractor) finishAll() {
 // boundary.
 func clean(s string) string {
 	var b strings.Builder
+	b.Grow(min(len(s), MaxTextLen))
 	space := false
 	for _, r := range s {
 		if r == utf8.RuneError || r < 0x20 && r != '\t' && r != '\n' && r != '\r' && r != '\f' || r == 0x7F {

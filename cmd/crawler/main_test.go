@@ -168,7 +168,7 @@ func decodeCrawl(t *testing.T, s string) result.Crawl {
 
 func TestCrawlCommand(t *testing.T) {
 	s := testSite(t)
-	r := runBinary(t, nil, "crawl", "--allow-private", "--delay", "200ms", s.URL+"/")
+	r := runBinary(t, nil, "crawl", "--allow-private", "--delay", "200ms", "--source-ip", "127.0.0.2", s.URL+"/")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -190,6 +190,15 @@ func TestCrawlCommand(t *testing.T) {
 	}
 	if s.MaxInFlight() != 1 {
 		t.Errorf("%d requests in flight at once", s.MaxInFlight())
+	}
+	reqs := s.Requests()
+	for i, q := range reqs {
+		if host, _, _ := net.SplitHostPort(q.RemoteAddr); host != "127.0.0.2" {
+			t.Errorf("%s came from %s, want --source-ip 127.0.0.2", q.Path, q.RemoteAddr)
+		}
+		if i > 0 && q.Start.Sub(reqs[i-1].Start) < 200*time.Millisecond {
+			t.Errorf("%s started %v after the previous request", q.Path, q.Start.Sub(reqs[i-1].Start))
+		}
 	}
 	if strings.Contains(r.stdout+r.stderr, marker) {
 		t.Error("page body text in the command's output or logs")

@@ -19,6 +19,7 @@ type Request struct {
 	Path       string // path and query
 	Start, End time.Time
 	Header     http.Header
+	RemoteAddr string
 }
 
 // Site is a recording test server on 127.0.0.1.
@@ -48,7 +49,7 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	req := Request{Path: r.URL.RequestURI(), Start: time.Now(), Header: r.Header.Clone()}
+	req := Request{Path: r.URL.RequestURI(), Start: time.Now(), Header: r.Header.Clone(), RemoteAddr: r.RemoteAddr}
 	s.mu.Lock()
 	h, ok := s.routes[r.URL.RequestURI()]
 	if !ok {

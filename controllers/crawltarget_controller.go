@@ -106,6 +106,10 @@ func (r *CrawlTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		if err := r.Status().Patch(ctx, ct, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 			retErr = errors.Join(retErr, fmt.Errorf("patch status: %w", err))
 		}
+		if ctx.Err() != nil {
+			// The manager is stopping; the next leader reconciles again.
+			retErr = nil
+		}
 		if retErr == nil {
 			result = ctrl.Result{RequeueAfter: s.requeue}
 		}
@@ -213,7 +217,9 @@ func (r *CrawlTargetReconciler) checkDuplicate(ctx context.Context, s *targetSco
 }
 
 // SiteOwner returns the CrawlTarget that owns a site among those naming it:
-// the oldest one not being deleted, ties broken by namespace/name.
+// the oldest one not being deleted. Creation times have one-second
+// resolution, so within a second a target that has already crawled the site
+// keeps it; then namespace/name decides.
 func SiteOwner(targets []crawlv1.CrawlTarget) *crawlv1.CrawlTarget {
 	var live []*crawlv1.CrawlTarget
 	for i := range targets {
@@ -229,12 +235,19 @@ func SiteOwner(targets []crawlv1.CrawlTarget) *crawlv1.CrawlTarget {
 		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 			return a.CreationTimestamp.Before(&b.CreationTimestamp)
 		}
+		if ha, hb := holdsSite(a), holdsSite(b); ha != hb {
+			return ha
+		}
 		if a.Namespace != b.Namespace {
 			return a.Namespace < b.Namespace
 		}
 		return a.Name < b.Name
 	})
 	return live[0]
+}
+
+func holdsSite(ct *crawlv1.CrawlTarget) bool {
+	return ct.Status.Runs > 0 && ct.Status.Phase != crawlv1.PhaseDuplicate
 }
 
 // observeRun follows the current run's Pod and, once it has ended, records

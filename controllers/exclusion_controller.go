@@ -62,6 +62,10 @@ func (r *ExclusionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if err := r.Status().Patch(ctx, ex, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 			retErr = errors.Join(retErr, fmt.Errorf("patch status: %w", err))
 		}
+		if ctx.Err() != nil {
+			// The manager is stopping; the next leader reconciles again.
+			retErr = nil
+		}
 	}()
 
 	for _, st := range []func(context.Context, *exclusionScope) error{r.match, r.stopCrawls, r.purgePages} {

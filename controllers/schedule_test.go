@@ -111,3 +111,38 @@ func TestCrawlDue(t *testing.T) {
 		})
 	}
 }
+
+func TestSiteOwner(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Second))
+	deleting := metav1.NewTime(t1.Time)
+	mk := func(ns, name string, created metav1.Time, runs int64) crawlv1.CrawlTarget {
+		return crawlv1.CrawlTarget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: created},
+			Status:     crawlv1.CrawlTargetStatus{Runs: runs},
+		}
+	}
+	gone := mk("a", "gone", t0, 3)
+	gone.DeletionTimestamp = &deleting
+	tests := []struct {
+		name    string
+		targets []crawlv1.CrawlTarget
+		want    string
+	}{
+		{"none", nil, ""},
+		{"oldest wins", []crawlv1.CrawlTarget{mk("b", "new", t1, 0), mk("z", "old", t0, 0)}, "z/old"},
+		{"same second: the one that crawled wins", []crawlv1.CrawlTarget{mk("a", "fresh", t0, 0), mk("z", "crawling", t0, 1)}, "z/crawling"},
+		{"same second, neither crawled: by name", []crawlv1.CrawlTarget{mk("b", "x", t0, 0), mk("a", "y", t0, 0)}, "a/y"},
+		{"deleting owner is skipped", []crawlv1.CrawlTarget{gone, mk("b", "next", t1, 0)}, "b/next"},
+	}
+	for _, tt := range tests {
+		got := SiteOwner(tt.targets)
+		name := ""
+		if got != nil {
+			name = got.Namespace + "/" + got.Name
+		}
+		if name != tt.want {
+			t.Errorf("%s: owner = %q, want %q", tt.name, name, tt.want)
+		}
+	}
+}

@@ -1,0 +1,497 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+)
+
+func TestTargetGetsSiteIndexAndPinnedPod(t *testing.T) {
+	createEgressNode(t, "egress-pin-a", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "example", "https://pin.example.com/start", withMaxPages(7))
+
+	pod := waitPod(t, ct, 1)
+	got := waitReady(t, ct, metav1.ConditionFalse, crawlv1.ReasonCrawling)
+
+	// SiteIndex: same name, owned by the target, names the site.
+	si := &crawlv1.SiteIndex{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ct), si); err != nil {
+		t.Fatal(err)
+	}
+	if !metav1.IsControlledBy(si, got) || si.Spec.Site != "https://pin.example.com:443" {
+		t.Errorf("SiteIndex = %+v", si.ObjectMeta.OwnerReferences)
+	}
+
+	// Pod: pinned to the egress node with the restricted profile.
+	if !metav1.IsControlledBy(pod, got) || pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("pod owner/restart policy wrong")
+	}
+	if *pod.Spec.AutomountServiceAccountToken {
+		t.Error("crawler Pod mounts a service account token")
+	}
+	terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if terms[0].MatchFields[0].Values[0] != "egress-pin-a" {
+		t.Errorf("pod not pinned to egress-pin-a: %+v", terms)
+	}
+	if got.Status.EgressNode != "egress-pin-a" || got.Status.EgressIP != "79.139.58.98" || got.Status.Phase != crawlv1.PhaseRunning {
+		t.Errorf("status = %+v", got.Status)
+	}
+	if !strings.Contains(strings.Join(pod.Spec.Containers[0].Args, " "), "--max-pages=7") {
+		t.Errorf("args = %v", pod.Spec.Containers[0].Args)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, crawlv1.ConditionReconciling); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Reconciling = %+v, want True during the first crawl", c)
+	}
+
+	// The run's token is in a Secret and its hash on the Pod.
+	token := runToken(t, pod)
+	if len(token) < 32 || !crawlpod.TokenMatches(pod, token) {
+		t.Errorf("token %q does not match the Pod annotation", token)
+	}
+	_ = op
+}
+
+func TestSuccessfulCrawlUpdatesStatusAndIndex(t *testing.T) {
+	createEgressNode(t, "egress-ok", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "site", "http://ok.example.com/", withInterval(2*time.Hour))
+	pod := waitPod(t, ct, 1)
+	token := runToken(t, pod)
+	base := "http://ok.example.com"
+
+	// Progress after a page, then the final result.
+	setPodPhase(t, pod, corev1.PodRunning, 0)
+	if code, body := postReport(t, op, pod, token, result.Report{Result: result.Crawl{Pages: pages(base, 1)}}); code != http.StatusOK {
+		t.Fatalf("progress: %d %s", code, body)
+	}
+	eventually(t, "progress in SiteIndex", func() error {
+		si := &crawlv1.SiteIndex{}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ct), si); err != nil {
+			return err
+		}
+		if len(si.Status.Pages) != 1 || si.Status.Complete {
+			return fmt.Errorf("pages=%d complete=%v", len(si.Status.Pages), si.Status.Complete)
+		}
+		return nil
+	})
+	finishCrawl(t, op, pod, base, 5)
+
+	got := waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled)
+	st := got.Status
+	if st.Phase != crawlv1.PhaseSucceeded || st.PagesIndexed != 5 || st.LastCrawlTime == nil || st.NextCrawlTime == nil {
+		t.Fatalf("status = %+v", st)
+	}
+	if d := st.NextCrawlTime.Sub(st.LastCrawlTime.Time); d != 2*time.Hour {
+		t.Errorf("next crawl %s after the last, want 2h", d)
+	}
+	for _, typ := range []string{crawlv1.ConditionReconciling, crawlv1.ConditionStalled} {
+		if c := meta.FindStatusCondition(st.Conditions, typ); c != nil {
+			t.Errorf("%s condition present after success: %+v", typ, c)
+		}
+	}
+	// Transitions are recorded as Events on the target.
+	eventually(t, "CrawlStarted and CrawlSucceeded events", func() error {
+		var evs eventsv1.EventList
+		if err := k8s.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		seen := map[string]int{}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == ct.Name && e.Regarding.Kind == "CrawlTarget" {
+				seen[e.Reason]++
+			}
+		}
+		if seen["CrawlStarted"] != 1 || seen["CrawlSucceeded"] != 1 {
+			return fmt.Errorf("events by reason: %v", seen)
+		}
+		return nil
+	})
+	// The token dies with the run: the Secret is gone and the endpoint
+	// refuses the finished run.
+	eventually(t, "token Secret deleted", func() error {
+		return isNotFound(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: crawlpod.SecretName(pod.Name)}, &corev1.Secret{}))
+	})
+	if code, _ := postReport(t, op, pod, token, result.Report{Final: true}); code != http.StatusConflict {
+		t.Errorf("report after the run ended: %d, want 409", code)
+	}
+	// Nothing else starts before the interval.
+	consistently(t, "no second crawl before the interval", time.Second, func() error {
+		if n := len(crawlerPods(t, ct)); n != 1 {
+			return fmt.Errorf("%d pods", n)
+		}
+		return nil
+	})
+	// Recrawl once the interval has passed.
+	op.passNextCrawlTime(t, ct)
+	waitPod(t, ct, 2)
+	got = getTarget(t, ct)
+	if c := readyCondition(got); c.Status != metav1.ConditionTrue {
+		t.Errorf("Ready flapped during the recrawl: %+v", c)
+	}
+	if got.Status.EgressNode != "egress-ok" {
+		t.Errorf("site moved nodes: %s", got.Status.EgressNode)
+	}
+}
+
+// passNextCrawlTime moves the operator's clock just past the target's
+// nextCrawlTime and pokes it.
+func (o *operator) passNextCrawlTime(t *testing.T, ct *crawlv1.CrawlTarget) {
+	t.Helper()
+	next := getTarget(t, ct).Status.NextCrawlTime
+	if next == nil {
+		t.Fatal("no nextCrawlTime in status")
+	}
+	o.clock.SetTime(next.Add(time.Second))
+	poke(t, ct)
+}
+
+// poke touches an annotation so the target is reconciled now, the way any
+// unrelated edit would.
+func poke(t *testing.T, ct *crawlv1.CrawlTarget) {
+	t.Helper()
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"test/poke":"%d"}}}`, time.Now().UnixNano()))
+	if err := k8s.Patch(context.Background(), ct, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestResultsEndpointRefusesBadReports(t *testing.T) {
+	createEgressNode(t, "egress-res", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "res", "https://res.example.com/", withMaxPages(3))
+	other := createTarget(t, ns, "other", "https://other-res.example.com/")
+	pod := waitPod(t, ct, 1)
+	otherPod := waitPod(t, other, 1)
+	token := runToken(t, pod)
+	setPodPhase(t, pod, corev1.PodRunning, 0)
+
+	tests := []struct {
+		name  string
+		pod   *corev1.Pod
+		token string
+		body  any
+		want  int
+	}{
+		{"no token", pod, "", result.Report{}, http.StatusUnauthorized},
+		{"wrong token", pod, "0123456789abcdef", result.Report{}, http.StatusForbidden},
+		{"token of another run", otherPod, token, result.Report{}, http.StatusForbidden},
+		{"bad JSON", pod, token, "{not json", http.StatusBadRequest},
+		{"too large", pod, token, `{"result":{"pages":[{"title":"` + strings.Repeat("x", 3<<20) + `"}]}}`, http.StatusRequestEntityTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := postReport(t, op, tt.pod, tt.token, tt.body)
+			if code != tt.want || !strings.Contains(body, `"error"`) {
+				t.Errorf("status %d body %s, want %d with a JSON error", code, body, tt.want)
+			}
+		})
+	}
+
+	// Off-site pages are dropped and the budget holds, whatever the Pod says.
+	rep := result.Report{Final: true, Result: result.Crawl{Pages: append(
+		pages("https://evil.example.net", 2), pages("https://res.example.com", 10)...)}}
+	if code, body := postReport(t, op, pod, token, rep); code != http.StatusOK {
+		t.Fatalf("report: %d %s", code, body)
+	}
+	si := &crawlv1.SiteIndex{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ct), si); err != nil {
+		t.Fatal(err)
+	}
+	if len(si.Status.Pages) != 3 {
+		t.Fatalf("stored %d pages, want the budget of 3", len(si.Status.Pages))
+	}
+	for _, p := range si.Status.Pages {
+		if !strings.HasPrefix(p.URL, "https://res.example.com/") {
+			t.Errorf("off-site page stored: %s", p.URL)
+		}
+	}
+	if code, _ := postReport(t, op, pod, token, result.Report{}); code != http.StatusConflict {
+		t.Errorf("progress after the final result: %d, want 409", code)
+	}
+}
+
+func TestDuplicateSiteWaitsForItsOwner(t *testing.T) {
+	createEgressNode(t, "egress-dup", "79.139.58.98")
+	startOperator(t, operatorOptions{})
+	ns1, ns2 := newNamespace(t), newNamespace(t)
+	owner := createTarget(t, ns1, "owner", "https://dup.example.com/")
+	waitPod(t, owner, 1)
+	// Same site (default port spelled out, different path and case).
+	dup := createTarget(t, ns2, "second", "https://DUP.example.com:443/other")
+
+	got := waitReady(t, dup, metav1.ConditionFalse, crawlv1.ReasonDuplicateSite)
+	if msg := readyCondition(got).Message; !strings.Contains(msg, ns1+"/owner") {
+		t.Errorf("message %q does not name the owner", msg)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, crawlv1.ConditionStalled); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Stalled = %+v", c)
+	}
+	if got.Status.Phase != crawlv1.PhaseDuplicate || len(crawlerPods(t, dup)) != 0 {
+		t.Errorf("duplicate phase %s, pods %d", got.Status.Phase, len(crawlerPods(t, dup)))
+	}
+
+	ownerPods := crawlerPods(t, owner)
+	if err := k8s.Delete(context.Background(), owner); err != nil {
+		t.Fatal(err)
+	}
+	// envtest runs no garbage collector: the owner's Pod stays and holds
+	// the host, so play the GC for it.
+	for _, p := range ownerPods {
+		_ = k8s.Delete(context.Background(), &p)
+	}
+	waitPod(t, dup, 1)
+}
+
+func TestOneCrawlPerHostAcrossSites(t *testing.T) {
+	createEgressNode(t, "egress-host", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	first := createTarget(t, ns, "https", "https://host.example.com/")
+	pod := waitPod(t, first, 1)
+	second := createTarget(t, ns, "http", "http://host.example.com/")
+
+	got := waitReady(t, second, metav1.ConditionFalse, crawlv1.ReasonWaitingForCapacity)
+	if !strings.Contains(readyCondition(got).Message, "host.example.com") || got.Status.Phase != crawlv1.PhaseWaiting {
+		t.Errorf("waiting status = %+v", got.Status)
+	}
+	consistently(t, "no second crawl of the host", time.Second, func() error {
+		if n := len(crawlerPods(t, second)); n != 0 {
+			return fmt.Errorf("%d pods", n)
+		}
+		return nil
+	})
+	finishCrawl(t, op, pod, "https://host.example.com", 2)
+	eventually(t, "second site crawled after the first", func() error {
+		poke(t, second)
+		if len(crawlerPods(t, second)) == 0 {
+			return fmt.Errorf("no pod yet")
+		}
+		return nil
+	})
+}
+
+func TestMaxCrawlsPerNode(t *testing.T) {
+	createEgressNode(t, "egress-cap", "79.139.58.98")
+	startOperator(t, operatorOptions{maxPerNode: 2})
+	ns := newNamespace(t)
+	a := createTarget(t, ns, "a", "https://a.cap.example.com/")
+	b := createTarget(t, ns, "b", "https://b.cap.example.com/")
+	waitPod(t, a, 1)
+	pb := waitPod(t, b, 1)
+	c := createTarget(t, ns, "c", "https://c.cap.example.com/")
+	got := waitReady(t, c, metav1.ConditionFalse, crawlv1.ReasonWaitingForCapacity)
+	if !strings.Contains(readyCondition(got).Message, "2 crawls") {
+		t.Errorf("message = %q", readyCondition(got).Message)
+	}
+	// A slot frees up when a crawl ends, even a failed one.
+	setPodPhase(t, pb, corev1.PodFailed, 1)
+	eventually(t, "third target crawled once a slot is free", func() error {
+		poke(t, c)
+		if len(crawlerPods(t, c)) == 0 {
+			return fmt.Errorf("no pod yet")
+		}
+		return nil
+	})
+}
+
+func TestNoEgressNodeIsReported(t *testing.T) {
+	startOperator(t, operatorOptions{healthy: func(string) bool { return false }})
+	ns := newNamespace(t)
+	createEgressNode(t, "egress-unhealthy", "79.139.58.98")
+	ct := createTarget(t, ns, "lonely", "https://lonely.example.com/")
+	got := waitReady(t, ct, metav1.ConditionFalse, crawlv1.ReasonNoEgressNode)
+	if len(crawlerPods(t, got)) != 0 {
+		t.Error("crawl started without a usable egress node")
+	}
+}
+
+func TestFailedCrawlIsRetriedWithBackoff(t *testing.T) {
+	createEgressNode(t, "egress-fail", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "flaky", "https://flaky.example.com/")
+	pod := waitPod(t, ct, 1)
+	setPodPhase(t, pod, corev1.PodFailed, 1)
+
+	got := waitReady(t, ct, metav1.ConditionFalse, crawlv1.ReasonCrawlFailed)
+	if got.Status.ConsecutiveFailures != 1 || got.Status.Phase != crawlv1.PhaseFailed {
+		t.Fatalf("status = %+v", got.Status)
+	}
+	if msg := readyCondition(got).Message; !strings.Contains(msg, "exit code 1") {
+		t.Errorf("failure message %q lacks the exit code", msg)
+	}
+	if d := got.Status.NextCrawlTime.Sub(got.Status.LastFailureTime.Time); d != time.Minute {
+		t.Errorf("first retry after %s, want 1m", d)
+	}
+	consistently(t, "no retry before the backoff", time.Second, func() error {
+		if n := len(crawlerPods(t, ct)); n != 1 {
+			return fmt.Errorf("%d pods", n)
+		}
+		return nil
+	})
+	op.passNextCrawlTime(t, ct)
+	pod2 := waitPod(t, ct, 2)
+	setPodPhase(t, pod2, corev1.PodFailed, 1)
+	eventually(t, "second failure recorded", func() error {
+		st := getTarget(t, ct).Status
+		if st.ConsecutiveFailures != 2 || st.NextCrawlTime.Sub(st.LastFailureTime.Time) != 2*time.Minute {
+			return fmt.Errorf("failures=%d", st.ConsecutiveFailures)
+		}
+		return nil
+	})
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	createEgressNode(t, "egress-ra", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "busy", "https://busy.example.com/")
+	pod := waitPod(t, ct, 1)
+	setPodPhase(t, pod, corev1.PodRunning, 0)
+	retryAfter := op.clock.Now().Add(3 * time.Hour).UTC().Truncate(time.Second)
+	if code, body := postReport(t, op, pod, runToken(t, pod), result.Report{Final: true, Result: result.Crawl{
+		RetryAfter: retryAfter.Format(time.RFC3339)}}); code != http.StatusOK {
+		t.Fatalf("report: %d %s", code, body)
+	}
+	setPodPhase(t, pod, corev1.PodSucceeded, 0)
+	got := waitReady(t, ct, metav1.ConditionFalse, crawlv1.ReasonCrawlFailed)
+	if got.Status.NextCrawlTime == nil || !got.Status.NextCrawlTime.Time.Equal(retryAfter) {
+		t.Errorf("next crawl %v, want the site's Retry-After %v", got.Status.NextCrawlTime, retryAfter)
+	}
+	// Not even a "crawl now" request goes before it.
+	patchAnnotation(t, ct, crawlv1.RequestedAtAnnotation, "now-please")
+	op.clock.Step(2 * time.Hour)
+	poke(t, ct)
+	consistently(t, "no crawl before Retry-After", time.Second, func() error {
+		if n := len(crawlerPods(t, ct)); n != 1 {
+			return fmt.Errorf("%d pods", n)
+		}
+		return nil
+	})
+	op.passNextCrawlTime(t, ct)
+	waitPod(t, ct, 2)
+}
+
+func patchAnnotation(t *testing.T, ct *crawlv1.CrawlTarget, key, value string) {
+	t.Helper()
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value))
+	if err := k8s.Patch(context.Background(), ct, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRequestedAtAnnotationTriggersOneCrawl(t *testing.T) {
+	createEgressNode(t, "egress-req", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "req", "https://req.example.com/")
+	finishCrawl(t, op, waitPod(t, ct, 1), "https://req.example.com", 1)
+	waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled)
+	specBefore := getTarget(t, ct).Spec
+
+	patchAnnotation(t, ct, crawlv1.RequestedAtAnnotation, "2026-11-29T12:00:00Z")
+	pod := waitPod(t, ct, 2)
+	if pod.Annotations[crawlpod.AnnotationRequestedAt] != "2026-11-29T12:00:00Z" {
+		t.Errorf("pod does not record the request: %v", pod.Annotations)
+	}
+	eventually(t, "request echoed in status", func() error {
+		if v := getTarget(t, ct).Status.LastHandledRequestedAt; v != "2026-11-29T12:00:00Z" {
+			return fmt.Errorf("lastHandledRequestedAt = %q", v)
+		}
+		return nil
+	})
+	finishCrawl(t, op, pod, "https://req.example.com", 1)
+	waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled)
+	poke(t, ct)
+	consistently(t, "the same request value does not crawl again", time.Second, func() error {
+		if n := len(crawlerPods(t, ct)); n != 2 {
+			return fmt.Errorf("%d pods", n)
+		}
+		return nil
+	})
+	got := getTarget(t, ct)
+	if fmt.Sprint(got.Spec) != fmt.Sprint(specBefore) || got.Generation != 1 {
+		t.Errorf("spec mutated: generation %d, %+v", got.Generation, got.Spec)
+	}
+}
+
+func TestSuspendStopsNewCrawls(t *testing.T) {
+	createEgressNode(t, "egress-sus", "79.139.58.98")
+	startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "sus", "https://sus.example.com/", suspended())
+	waitReady(t, ct, metav1.ConditionFalse, crawlv1.ReasonSuspended)
+	patchAnnotation(t, ct, crawlv1.RequestedAtAnnotation, "x")
+	consistently(t, "no crawl while suspended", time.Second, func() error {
+		if n := len(crawlerPods(t, ct)); n != 0 {
+			return fmt.Errorf("%d pods", n)
+		}
+		return nil
+	})
+	got := getTarget(t, ct)
+	got.Spec.Suspend = false
+	if err := k8s.Update(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ct, 1)
+}
+
+func TestOperatorRestartMidCrawlKeepsOneCrawl(t *testing.T) {
+	createEgressNode(t, "egress-restart", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "restart", "https://restart.example.com/")
+	pod := waitPod(t, ct, 1)
+	setPodPhase(t, pod, corev1.PodRunning, 0)
+	waitReady(t, ct, metav1.ConditionFalse, crawlv1.ReasonCrawling)
+	op.Stop()
+
+	op2 := startOperator(t, operatorOptions{})
+	poke(t, ct)
+	consistently(t, "one crawler Pod after the restart", 2*time.Second, func() error {
+		if n := len(crawlerPods(t, ct)); n != 1 {
+			return fmt.Errorf("%d pods", n)
+		}
+		return nil
+	})
+	finishCrawl(t, op2, pod, "https://restart.example.com", 4)
+	got := waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled)
+	if got.Status.Runs != 1 || got.Status.PagesIndexed != 4 {
+		t.Errorf("status after restart = %+v", got.Status)
+	}
+}
+
+func TestDeletedCrawlerPodIsRetried(t *testing.T) {
+	createEgressNode(t, "egress-del", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "del", "https://del.example.com/")
+	pod := waitPod(t, ct, 1)
+	setPodPhase(t, pod, corev1.PodRunning, 0)
+	if err := k8s.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	got := waitReady(t, ct, metav1.ConditionFalse, crawlv1.ReasonCrawlFailed)
+	if !strings.Contains(readyCondition(got).Message, "deleted") {
+		t.Errorf("message = %q", readyCondition(got).Message)
+	}
+	op.passNextCrawlTime(t, ct)
+	waitPod(t, ct, 2)
+}

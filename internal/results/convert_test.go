@@ -1,0 +1,120 @@
+package results
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/internal/site"
+)
+
+func TestIndexStatus(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	owner, _ := site.Parse("https://example.com/")
+	page := func(url string) result.Page {
+		return result.Page{URL: url, StatusCode: 200, Title: "T", FetchedAt: now.Add(-time.Minute)}
+	}
+	long := strings.Repeat("é", 1000) // 2000 bytes
+	many := make([]string, 40)
+	for i := range many {
+		many[i] = "h"
+	}
+
+	tests := []struct {
+		name     string
+		rep      result.Report
+		maxPages int
+		check    func(t *testing.T, st crawlv1.SiteIndexStatus)
+	}{
+		{
+			name:     "off-site, other port, other scheme and duplicate pages are dropped",
+			maxPages: 20,
+			rep: result.Report{Result: result.Crawl{Pages: []result.Page{
+				page("https://example.com/a"), page("https://example.com:8443/b"), page("http://example.com/c"),
+				page("https://evil.net/d"), page("https://example.com/a"), page("not a url"), page("https://EXAMPLE.com/e"),
+			}}},
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
+				var urls []string
+				for _, p := range st.Pages {
+					urls = append(urls, p.URL)
+				}
+				if strings.Join(urls, " ") != "https://example.com/a https://EXAMPLE.com/e" {
+					t.Errorf("pages = %v", urls)
+				}
+				if st.Complete || st.CrawledAt != nil {
+					t.Error("progress report marked complete")
+				}
+			},
+		},
+		{
+			name:     "budget holds",
+			maxPages: 2,
+			rep: result.Report{Final: true, Result: result.Crawl{Pages: []result.Page{
+				page("https://example.com/1"), page("https://example.com/2"), page("https://example.com/3")},
+				Skipped: []result.Skip{{URL: "https://example.com/x", Reason: "disallowed"}}}},
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
+				if len(st.Pages) != 2 || st.Stats.Pages != 2 || st.Stats.Skipped != 1 {
+					t.Errorf("pages %d stats %+v", len(st.Pages), st.Stats)
+				}
+				if !st.Complete || st.CrawledAt == nil || !st.CrawledAt.Time.Equal(now) || st.Run != "run-1" {
+					t.Errorf("final report not recorded: %+v", st)
+				}
+			},
+		},
+		{
+			name:     "strings and lists are cut to the caps on rune boundaries",
+			maxPages: 20,
+			rep: result.Report{Result: result.Crawl{Pages: []result.Page{{
+				URL: "https://example.com/", Title: long, Description: long + long,
+				Headings:       result.Headings{H1: many, H2: []string{long}, H3: []string{"  ", "ok"}},
+				InboundAnchors: append([]string{"bad \xff utf8"}, many...),
+			}}}},
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
+				p := st.Pages[0]
+				if len(p.Title) > crawlv1.MaxTitleLength || !utf8.ValidString(p.Title) || len(p.Title) < crawlv1.MaxTitleLength-1 {
+					t.Errorf("title cut to %d bytes", len(p.Title))
+				}
+				if len(p.Description) > crawlv1.MaxDescriptionLength || !utf8.ValidString(p.Description) {
+					t.Errorf("description %d bytes", len(p.Description))
+				}
+				if len(p.Headings.H1) != crawlv1.MaxHeadingsPerLevel || len(p.Headings.H2[0]) > crawlv1.MaxHeadingLength {
+					t.Errorf("headings not capped: %d h1, h2 %d bytes", len(p.Headings.H1), len(p.Headings.H2[0]))
+				}
+				if len(p.Headings.H3) != 1 || p.Headings.H3[0] != "ok" {
+					t.Errorf("blank heading kept: %q", p.Headings.H3)
+				}
+				if len(p.InboundAnchors) != crawlv1.MaxInboundAnchors || !utf8.ValidString(p.InboundAnchors[0]) {
+					t.Errorf("anchors = %q", p.InboundAnchors[:1])
+				}
+			},
+		},
+		{
+			name:     "retry-after is kept when in the future and capped at a month",
+			maxPages: 20,
+			rep:      result.Report{Final: true, Result: result.Crawl{RetryAfter: now.Add(90 * 24 * time.Hour).Format(time.RFC3339)}},
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
+				if st.RetryAfter == nil || !st.RetryAfter.Time.Equal(now.Add(maxRetryAfter)) {
+					t.Errorf("retryAfter = %v", st.RetryAfter)
+				}
+			},
+		},
+		{
+			name:     "retry-after in the past or garbled is ignored",
+			maxPages: 20,
+			rep:      result.Report{Final: true, Result: result.Crawl{RetryAfter: "soon", Robots: result.Robots{Status: 5000}}},
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
+				if st.RetryAfter != nil || st.Robots.StatusCode != 0 {
+					t.Errorf("retryAfter = %v robots = %+v", st.RetryAfter, st.Robots)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.check(t, IndexStatus(tt.rep, owner, "run-1", tt.maxPages, now))
+		})
+	}
+}

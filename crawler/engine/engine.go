@@ -218,7 +218,7 @@ func (c *crawler) run(ctx context.Context) {
 	c.enqueue(c.start)
 	for len(c.queue) > 0 && !c.stopped {
 		if ctx.Err() != nil {
-			c.skipRest("crawl timeout")
+			c.skipRest(stopReason(ctx))
 			return
 		}
 		if c.requests >= c.cfg.MaxPages {
@@ -234,8 +234,17 @@ func (c *crawler) run(ctx context.Context) {
 		}
 	}
 	if ctx.Err() != nil && len(c.queue) > 0 {
-		c.skipRest("crawl timeout")
+		c.skipRest(stopReason(ctx))
 	}
+}
+
+// stopReason says why the crawl ended early: its time limit, or a signal
+// (the Pod being stopped).
+func stopReason(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "crawl timeout"
+	}
+	return "crawl interrupted"
 }
 
 func (c *crawler) skipRest(reason string) {
@@ -435,7 +444,7 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) {
 			c.skip(cur.String(), err.Error())
 			return
 		case ctx.Err() != nil:
-			c.skip(cur.String(), "crawl timeout")
+			c.skip(cur.String(), stopReason(ctx))
 			return
 		case err != nil:
 			c.skip(cur.String(), "refused: "+err.Error())
@@ -456,6 +465,7 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) {
 				return
 			}
 			c.redirected[next.String()] = append(c.redirected[next.String()], cur.String())
+			c.skip(cur.String(), fmt.Sprintf("HTTP %d: redirects to %s", code, next))
 			cur = next
 			continue
 		case code == http.StatusUnauthorized || code == http.StatusForbidden:

@@ -396,6 +396,9 @@ func TestRedirects(t *testing.T) {
 	if !slices.Contains(pageURLs(res), s.URL+"/new-home") {
 		t.Errorf("redirect target not indexed: %v", pageURLs(res))
 	}
+	if r := skipReason(res, s.URL+"/moved"); r != "HTTP 301: redirects to "+s.URL+"/new-home" {
+		t.Errorf("redirect source reason %q", r)
+	}
 	if r := skipReason(res, s.URL+"/away"); !strings.Contains(r, "off-site") {
 		t.Errorf("off-site redirect reason %q", r)
 	}
@@ -646,6 +649,31 @@ func TestWholeCrawlTimeout(t *testing.T) {
 	}
 	if r := skipReason(res, s.URL+"/later"); r != "crawl timeout" {
 		t.Errorf("later reason %q", r)
+	}
+	if len(res.Pages) != 1 {
+		t.Errorf("pages %v", pageURLs(res))
+	}
+}
+
+func TestInterruptedCrawl(t *testing.T) {
+	s := testsite.New(t)
+	s.HTML("/", testsite.Page("Home", marker, "/a", "A"))
+	s.Handle("/a", func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // hangs until the client gives up
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := testConfig()
+	cfg.Progress = func(c result.Crawl) {
+		if len(c.Pages) == 1 {
+			go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+		}
+	}
+	res, err := Crawl(ctx, cfg, s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := skipReason(res, s.URL+"/a"); r != "crawl interrupted" {
+		t.Errorf("reason %q", r)
 	}
 	if len(res.Pages) != 1 {
 		t.Errorf("pages %v", pageURLs(res))

@@ -10,7 +10,12 @@ import "strings"
 //     "~") are decoded, so "/%62%61%7A" and "/baz" are the same path;
 //   - other percent-encodings stay encoded (an encoded "/" is not a path
 //     separator) with upper-case hex digits;
-//   - spaces and control octets are percent-encoded.
+//   - spaces and control octets are percent-encoded;
+//   - in the query, ':', '/', '?' and '@' are taken raw whether written
+//     raw or encoded: RFC 3986 allows them raw there, where they delimit
+//     nothing, so "?u=https://a.b" and "?u=https%3A%2F%2Fa.b" are one
+//     query (RFC 9309 §2.2.2's example), while "&", "=" and the like keep
+//     their encoding because it changes how the query splits.
 //
 // '*' and '$' are left alone, so the wildcards of a pattern survive and a
 // literal "%2A" in a pattern stays a literal.
@@ -26,12 +31,16 @@ func canonical(s string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(s) + 8)
+	inQuery := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
+		case c == '?':
+			inQuery = true
+			b.WriteByte(c)
 		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
 			v := unhex(s[i+1])<<4 | unhex(s[i+2])
-			if isUnreserved(v) {
+			if isUnreserved(v) || inQuery && (v == ':' || v == '/' || v == '?' || v == '@') {
 				b.WriteByte(v)
 			} else {
 				b.WriteByte('%')

@@ -121,6 +121,11 @@ func TestGoogleReferenceCases(t *testing.T) {
 		{"pattern without slash never matches", "User-agent: a\nDisallow: x\n", "a", "http://foo.bar/x", true},
 		{"query in pattern", "User-agent: a\nDisallow: /*?print=1\n", "a", "http://foo.bar/p?print=1", false},
 		{"fragment ignored", "User-agent: a\nDisallow: /p$\n", "a", "http://foo.bar/p#frag", false},
+		{"RFC 2.2.2 query raw pattern vs encoded URL", "User-agent: a\nDisallow: /\nAllow: /foo/bar?baz=https://foo.bar\n", "a", "http://foo.bar/foo/bar?baz=https%3A%2F%2Ffoo.bar", true},
+		{"RFC 2.2.2 query encoded pattern vs raw URL", "User-agent: a\nDisallow: /\nAllow: /foo/bar?baz=https%3A%2F%2Ffoo.bar\n", "a", "http://foo.bar/foo/bar?baz=https://foo.bar", true},
+		{"RFC 2.2.2 plain query", "User-agent: a\nDisallow: /\nAllow: /foo/bar?baz=quz\n", "a", "http://foo.bar/foo/bar?baz=quz", true},
+		{"encoded & in query is not a separator", "User-agent: a\nDisallow: /p?a=1&b=2\n", "a", "http://foo.bar/p?a=1%26b=2", true},
+		{"encoded slash in path is not a separator", "User-agent: a\nDisallow: /a/b\n", "a", "http://foo.bar/a%2fb", true},
 		{"space in pattern", "User-agent: a\nDisallow: /a b\n", "a", "http://foo.bar/a%20b", false},
 	})
 }

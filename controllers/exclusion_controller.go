@@ -19,10 +19,10 @@ import (
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
-// PagePurger removes a site's pages from the search backend and says how
-// many it removed. Nil when the manager runs without a backend.
+// PagePurger removes every page whose host is domain or below it from the
+// search backend and says how many it removed.
 type PagePurger interface {
-	PurgeSite(ctx context.Context, site string) (int64, error)
+	PurgeDomain(ctx context.Context, domain string) (int64, error)
 }
 
 // ExclusionReconciler enforces an Exclusion: it stops crawls of the domain
@@ -97,8 +97,10 @@ func (r *ExclusionReconciler) stopCrawls(ctx context.Context, s *exclusionScope)
 }
 
 // purgePages removes the matched sites' pages from their SiteIndexes and
-// from the search backend.
+// every page of the domain from the search backend, including pages of
+// targets deleted long ago.
 func (r *ExclusionReconciler) purgePages(ctx context.Context, s *exclusionScope) error {
+	var fromIndexes int64
 	for i := range s.targets {
 		ct := &s.targets[i]
 		si := &crawlv1.SiteIndex{}
@@ -109,27 +111,28 @@ func (r *ExclusionReconciler) purgePages(ctx context.Context, s *exclusionScope)
 		if err != nil {
 			return fmt.Errorf("get SiteIndex %s/%s: %w", ct.Namespace, ct.Name, err)
 		}
-		pages := int64(len(si.Status.Pages))
+		n := int64(len(si.Status.Pages))
 		if err := clearIndex(ctx, r.Client, si); err != nil {
 			return err
 		}
-		// The backend counts the rows it held; without one, the CR's pages
-		// are what was purged.
-		if r.Purger != nil {
-			rows, err := r.Purger.PurgeSite(ctx, si.Spec.Site)
-			if err != nil {
-				return fmt.Errorf("purge %s from the index backend: %w", si.Spec.Site, err)
-			}
-			pages = max(pages, rows)
-		}
-		if pages > 0 {
-			s.purged += pages
+		if n > 0 {
+			fromIndexes += n
 			exclusionsEnforced.Inc()
-			purgedPages.Add(float64(pages))
 			r.Recorder.Eventf(s.ex, ct, corev1.EventTypeNormal, "PagesPurged", "Purge",
-				"purged %d pages of %s (CrawlTarget %s/%s)", pages, si.Spec.Site, ct.Namespace, ct.Name)
+				"purged %d pages of %s (CrawlTarget %s/%s)", n, si.Spec.Site, ct.Namespace, ct.Name)
 		}
 	}
+	// The same page sits in a SiteIndex and in the backend: count it once.
+	purged := fromIndexes
+	if r.Purger != nil {
+		rows, err := r.Purger.PurgeDomain(ctx, s.ex.Spec.Domain)
+		if err != nil {
+			return fmt.Errorf("purge %s from the index backend: %w", s.ex.Spec.Domain, err)
+		}
+		purged = max(purged, rows)
+	}
+	s.purged += purged
+	purgedPages.Add(float64(purged))
 	return nil
 }
 

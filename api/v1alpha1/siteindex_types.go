@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Size caps of a SiteIndex. They keep one object below ~400 KiB, far from
+// Size caps of a SiteIndex. They keep one object below ~500 KiB, far from
 // etcd's 1.5 MiB request limit; the manager truncates crawl results to them
 // before writing.
 const (
@@ -16,6 +16,8 @@ const (
 	MaxHeadingLength     = 256
 	MaxInboundAnchors    = 16
 	MaxAnchorLength      = 256
+	MaxOffSiteLinks      = 50
+	MaxOffSiteAnchors    = 4
 )
 
 // SiteIndexSpec names the site the index belongs to. The operator creates
@@ -66,6 +68,18 @@ type Headings struct {
 	H3 []string `json:"h3,omitempty"`
 }
 
+// OffSiteLink is a link from this site to a page elsewhere, with the texts
+// used for it. The search index adds those texts to the linked page, which
+// is how a site's pages learn what other sites call them.
+type OffSiteLink struct {
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url"`
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:MaxLength=256
+	// +optional
+	Anchors []string `json:"anchors,omitempty"`
+}
+
 // RobotsStatus records how the site answered for robots.txt.
 type RobotsStatus struct {
 	// StatusCode of robots.txt; 0 when it could not be fetched.
@@ -89,6 +103,10 @@ type SiteIndexStatus struct {
 	// +kubebuilder:validation:MaxItems=20
 	// +optional
 	Pages []IndexedPage `json:"pages,omitempty"`
+	// OffSiteLinks are links from the crawled pages to other sites.
+	// +kubebuilder:validation:MaxItems=50
+	// +optional
+	OffSiteLinks []OffSiteLink `json:"offSiteLinks,omitempty"`
 	// +optional
 	Robots *RobotsStatus `json:"robots,omitempty"`
 	// CrawledAt is when the crawl that produced Pages finished.

@@ -92,6 +92,21 @@ func TestIndexStatus(t *testing.T) {
 			},
 		},
 		{
+			name:     "off-site links are kept, on-site and malformed ones dropped, capped",
+			maxPages: 20,
+			rep: result.Report{Result: result.Crawl{OffSiteLinks: append([]result.OffSiteLink{
+				{URL: "https://other.org/page", Anchors: []string{"a", "b", "c", "d", "e"}},
+				{URL: "https://example.com/self", Anchors: []string{"x"}},
+				{URL: "mailto:someone@example.com", Anchors: []string{"x"}},
+			}, make([]result.OffSiteLink, 100)...)}},
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
+				if len(st.OffSiteLinks) != 1 || st.OffSiteLinks[0].URL != "https://other.org/page" ||
+					len(st.OffSiteLinks[0].Anchors) != crawlv1.MaxOffSiteAnchors {
+					t.Errorf("offSiteLinks = %+v", st.OffSiteLinks)
+				}
+			},
+		},
+		{
 			name:     "retry-after is kept when in the future and capped at a month",
 			maxPages: 20,
 			rep:      result.Report{Final: true, Result: result.Crawl{RetryAfter: now.Add(90 * 24 * time.Hour).Format(time.RFC3339)}},

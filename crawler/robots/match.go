@@ -25,6 +25,23 @@ func (r *Rules) Group(token string) Group {
 	if r == nil {
 		return Group{}
 	}
+	key := strings.ToLower(token)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if g, ok := r.groups[key]; ok {
+		return g
+	}
+	g := r.selectGroup(token)
+	if r.groups == nil {
+		r.groups = map[string]Group{}
+	}
+	if len(r.groups) < 16 { // the crawler asks for one token; the tester for a few
+		r.groups[key] = g
+	}
+	return g
+}
+
+func (r *Rules) selectGroup(token string) Group {
 	var (
 		specific, global           Group
 		inSpecific, inGlobal, sep  bool
@@ -130,38 +147,52 @@ func (r *Rules) Allowed(token, target string) bool {
 
 // match reports whether pattern matches path from its first octet: '*'
 // matches any run of octets and a final '$' anchors the end; every other
-// octet (a '$' elsewhere included) is literal. It tracks the set of path
-// positions the pattern prefix can reach, so it is linear in
-// len(path)*len(pattern) with no backtracking blow-up.
+// octet (a '$' elsewhere included) is literal.
+//
+// The pattern is split at '*' into literal pieces: the first must start the
+// path, each next one is taken at its leftmost occurrence after the
+// previous one (leftmost is always the best choice, as it leaves the most
+// path for what follows), and with '$' the last piece must end the path
+// after them. That is linear in practice, so a hostile robots.txt full of
+// stars cannot stall the crawler.
 func match(path, pattern string) bool {
-	pos := make([]int, 1, len(path)+1)
-	pos[0] = 0
-	for i := 0; i < len(pattern); i++ {
-		c := pattern[i]
-		if c == '$' && i == len(pattern)-1 {
-			return pos[len(pos)-1] == len(path)
+	anchored := strings.HasSuffix(pattern, "$")
+	if anchored {
+		pattern = pattern[:len(pattern)-1]
+	}
+	star := strings.IndexByte(pattern, '*')
+	if star < 0 {
+		if anchored {
+			return path == pattern
 		}
-		if c == '*' {
-			first := pos[0]
-			pos = pos[:0]
-			for j := first; j <= len(path); j++ {
-				pos = append(pos, j)
-			}
+		return strings.HasPrefix(path, pattern)
+	}
+	if !strings.HasPrefix(path, pattern[:star]) {
+		return false
+	}
+	pos := star
+	rest := pattern[star+1:]
+	for {
+		next := strings.IndexByte(rest, '*')
+		if next < 0 {
+			break
+		}
+		piece := rest[:next]
+		rest = rest[next+1:]
+		if piece == "" {
 			continue
 		}
-		n := 0
-		for _, p := range pos {
-			if p < len(path) && path[p] == c {
-				pos[n] = p + 1
-				n++
-			}
-		}
-		pos = pos[:n]
-		if n == 0 {
+		i := strings.Index(path[pos:], piece)
+		if i < 0 {
 			return false
 		}
+		pos += i + len(piece)
 	}
-	return true
+	// rest is the piece after the last '*'.
+	if anchored {
+		return len(path)-len(rest) >= pos && strings.HasSuffix(path, rest)
+	}
+	return strings.Contains(path[pos:], rest)
 }
 
 // PathOf extracts the path, params and query of a URL, as Google's parser

@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -52,6 +53,9 @@ type Rules struct {
 	lines []line
 	// Sitemaps lists Sitemap: URLs, in file order.
 	Sitemaps []string
+
+	mu     sync.Mutex
+	groups map[string]Group // Group results by lower-cased token
 }
 
 // Parse reads a robots.txt body. It never fails: RFC 9309 §2.2 asks crawlers

@@ -18,6 +18,7 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/fetch"
 	"github.com/lohisoft/crawl-operator/crawler/politeness"
 	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/robots"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/testsite"
 )
@@ -777,5 +778,21 @@ func TestTokenFor(t *testing.T) {
 		if got := TokenFor(ua); got != want {
 			t.Errorf("TokenFor(%q) = %q, want %q", ua, got, want)
 		}
+	}
+}
+
+func TestRobotsCacheReused(t *testing.T) {
+	s := testsite.New(t)
+	s.Robots("User-agent: *\nDisallow: /x\n")
+	s.HTML("/", testsite.Page("Home", marker))
+	cfg := testConfig()
+	cfg.RobotsCache = &robots.Cache{}
+	crawl(t, cfg, s.URL)
+	res := crawl(t, cfg, s.URL)
+	if n := s.Count("/robots.txt"); n != 1 {
+		t.Errorf("robots.txt fetched %d times with a cache", n)
+	}
+	if res.Robots.Status != 200 || len(res.Pages) != 1 {
+		t.Errorf("second crawl %+v", res)
 	}
 }

@@ -84,7 +84,7 @@ func New(cfg Config) *Client {
 		DisableCompression: true,
 		MaxIdleConns:       2,
 		IdleConnTimeout:    30 * time.Second,
-		ForceAttemptHTTP2:  cfg.TLS == nil,
+		ForceAttemptHTTP2:  true,
 	}
 	return &Client{cfg: cfg, hc: &http.Client{
 		Transport: tr,

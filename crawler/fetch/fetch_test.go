@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -322,5 +323,29 @@ func TestProxyEnvironmentIgnored(t *testing.T) {
 	}
 	if proxied.Load() != 0 || direct.Load() != 1 {
 		t.Fatalf("proxy %d direct %d", proxied.Load(), direct.Load())
+	}
+}
+
+func TestHTTPSWithHTTP2ThroughGuardedDialer(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<title>%s</title>", r.Proto)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	tlsCfg := srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	c := New(Config{UserAgent: "T", Dialer: Dialer{AllowPrivate: true}, TLS: tlsCfg})
+	resp, err := c.Get(context.Background(), mustURL(t, srv.URL+"/"), all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(resp.Body) != "<title>HTTP/2.0</title>" {
+		t.Errorf("body %q", resp.Body)
+	}
+	// Without the test CA the certificate is rejected: verification is on.
+	c = New(Config{UserAgent: "T", Dialer: Dialer{AllowPrivate: true}})
+	if _, err := c.Get(context.Background(), mustURL(t, srv.URL+"/"), all); err == nil {
+		t.Error("untrusted certificate accepted")
 	}
 }

@@ -339,3 +339,31 @@ func TestCache(t *testing.T) {
 		t.Fatal("back-off policy cached")
 	}
 }
+
+// A hostile file (the full 512,000 bytes of star patterns) is still read
+// and answered correctly; BenchmarkHostileRobots shows it stays fast.
+func hostileRobots() []byte {
+	var b strings.Builder
+	b.WriteString("User-agent: *\nAllow: /ok\n")
+	for b.Len() < MaxSize-200 {
+		b.WriteString("Disallow: /*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b$\n")
+	}
+	b.WriteString("Disallow: /no\n")
+	return []byte(b.String())
+}
+
+func TestHostileRobots(t *testing.T) {
+	p := FromStatus(200, hostileRobots())
+	long := "/" + strings.Repeat("a", 2000)
+	if !p.Allowed("x", long) || p.Allowed("x", long+"b") || !p.Allowed("x", "/ok") || p.Allowed("x", "/no") {
+		t.Error("wrong answers on the hostile file")
+	}
+}
+
+func BenchmarkHostileRobots(b *testing.B) {
+	p := FromStatus(200, hostileRobots())
+	long := "/" + strings.Repeat("a", 2000)
+	for b.Loop() {
+		p.Allowed("x", long)
+	}
+}

@@ -181,9 +181,8 @@ func rawTagAtom(raw []byte) atom.Atom {
 }
 
 func (x *extractor) start(z *html.Tokenizer, a atom.Atom, selfClosing bool) {
-	// TagAttr on a tag without attributes returns nothing, so it is
-	// always safe to call.
-	hasAttr := true
+	// Attributes are read with TagAttr, which returns nothing for a tag
+	// without any, so no separate check is needed.
 	switch a {
 	case atom.Script, atom.Style, atom.Template:
 		if !selfClosing {
@@ -200,9 +199,6 @@ func (x *extractor) start(z *html.Tokenizer, a atom.Atom, selfClosing bool) {
 		}
 	case atom.A:
 		x.finishLink()
-		if !hasAttr {
-			return
-		}
 		var href, rel string
 		found := false
 		for {
@@ -227,7 +223,7 @@ func (x *extractor) start(z *html.Tokenizer, a atom.Atom, selfClosing bool) {
 			}
 		}
 	case atom.Img:
-		if x.inLink && hasAttr {
+		if x.inLink {
 			for {
 				k, v, more := z.TagAttr()
 				if string(k) == "alt" {
@@ -240,11 +236,9 @@ func (x *extractor) start(z *html.Tokenizer, a atom.Atom, selfClosing bool) {
 			}
 		}
 	case atom.Meta:
-		if hasAttr {
-			x.meta(z)
-		}
+		x.meta(z)
 	case atom.Base:
-		if hasAttr && x.p.Base == "" {
+		if x.p.Base == "" {
 			for {
 				k, v, more := z.TagAttr()
 				if string(k) == "href" {

@@ -49,8 +49,12 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	req := Request{Path: r.URL.RequestURI(), Start: time.Now(), Header: r.Header.Clone(), RemoteAddr: r.RemoteAddr}
+	// Recorded on arrival, not on completion: a handler that hijacks and
+	// closes the connection lets the client see the end before the handler
+	// returns, and the test must still count that request.
 	s.mu.Lock()
+	idx := len(s.reqs)
+	s.reqs = append(s.reqs, Request{Path: r.URL.RequestURI(), Start: time.Now(), Header: r.Header.Clone(), RemoteAddr: r.RemoteAddr})
 	h, ok := s.routes[r.URL.RequestURI()]
 	if !ok {
 		h, ok = s.routes[r.URL.Path]
@@ -61,9 +65,8 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 	} else {
 		http.NotFound(w, r)
 	}
-	req.End = time.Now()
 	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
+	s.reqs[idx].End = time.Now()
 	s.mu.Unlock()
 }
 
@@ -97,7 +100,7 @@ func (s *Site) Redirect(path, target string, code int) {
 	})
 }
 
-// Requests returns the requests completed so far, in order of completion.
+// Requests returns the requests received so far, in order of arrival.
 func (s *Site) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()

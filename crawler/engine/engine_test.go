@@ -640,11 +640,9 @@ func TestWholeCrawlTimeout(t *testing.T) {
 	s.HTML("/later", "<title>later</title>")
 	cfg := testConfig()
 	cfg.Timeout = 700 * time.Millisecond
-	start := time.Now()
+	// The drip would take 10 s: if the timeout did not cut it, /drip would
+	// be indexed and /later fetched.
 	res := crawl(t, cfg, s.URL)
-	if time.Since(start) > 5*time.Second {
-		t.Errorf("crawl took %v with a 700ms timeout", time.Since(start))
-	}
 	if r := skipReason(res, s.URL+"/drip"); r != "crawl timeout" {
 		t.Errorf("drip reason %q (skipped %+v)", r, res.Skipped)
 	}

@@ -1,0 +1,73 @@
+# crawl-operator. `make help` lists the targets.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+BIN            := $(CURDIR)/bin
+K8S_BIN        := $(BIN)/k8s
+IMG            ?= ghcr.io/lohisoft/crawl-operator:dev
+CONTROLLER_GEN := go tool controller-gen
+GO_TEST_FLAGS  ?=
+
+export KUBEBUILDER_ASSETS := $(K8S_BIN)
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*##/ {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: ## Generate CRDs and RBAC from the API types and markers.
+	rm -f config/crd/bases/*.yaml
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./... output:rbac:artifacts:config=config/rbac
+
+.PHONY: generate
+generate: ## Generate deepcopy code.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: verify-generated
+verify-generated: manifests generate ## Fail when generated files are out of date.
+	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+
+.PHONY: fmt
+fmt: ## gofmt the tree.
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: vet
+vet: ## go vet the tree.
+	go vet ./...
+
+.PHONY: build
+build: $(BIN)/manager $(BIN)/crawler ## Build bin/manager and bin/crawler.
+
+.PHONY: $(BIN)/manager $(BIN)/crawler
+$(BIN)/manager:
+	CGO_ENABLED=0 go build -o $@ ./cmd/manager
+$(BIN)/crawler:
+	CGO_ENABLED=0 go build -o $@ ./cmd/crawler
+
+.PHONY: k8s-bin
+k8s-bin: ## Build etcd, kube-apiserver, kubectl, kube-scheduler, kube-controller-manager into bin/k8s (skipped when current).
+	hack/k8s-bin.sh
+
+##@ Test
+
+.PHONY: test
+test: k8s-bin verify-generated vet build ## Run every test: unit, envtest and end-to-end.
+	go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: bench
+bench: ## Run the benchmarks.
+	go test -run '^$$' -bench . -benchmem ./...
+
+##@ Run
+
+.PHONY: run
+run: build ## Run the manager against $KUBECONFIG.
+	$(BIN)/manager --crawler-image=$(IMG)
+
+.PHONY: docker-build
+docker-build: ## Build the image (needs a Docker engine).
+	docker build -t $(IMG) .

@@ -182,8 +182,8 @@ func TestOperatorEndToEnd(t *testing.T) {
 
 	t.Run("kubectl apply refuses bad manifests naming the field", func(t *testing.T) {
 		cases := map[string]string{
-			"maxPages: 21":      "spec.maxPages",
-			"url: ftp://x.org/": "spec.url",
+			"maxPages: 21":       "spec.maxPages",
+			"url: ftp://x.org/":  "spec.url",
 			"url: http://[::1]/": "spec.url",
 		}
 		for line, field := range cases {

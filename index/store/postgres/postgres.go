@@ -1,0 +1,187 @@
+// Package postgres is the production search backend: PostgreSQL through
+// github.com/jackc/pgx/v5, searched with a weighted tsvector (title A,
+// headings B, link texts C, description D).
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+
+	"github.com/lohisoft/crawl-operator/index/store"
+	"github.com/lohisoft/crawl-operator/index/store/sqlstore"
+)
+
+// lockKey is the advisory lock that serialises migrations and writers of
+// the index, across replicas and processes ("crawlidx" in ASCII).
+const lockKey = 0x637261776c696478
+
+// migrations are applied in order and recorded in index_schema_migrations.
+// Append, never edit.
+var migrations = []string{
+	`CREATE TABLE sites (
+		site       text PRIMARY KEY,
+		host       text NOT NULL,
+		source     text NOT NULL,
+		crawled_at bigint
+	);
+	CREATE INDEX sites_host ON sites (host);
+	CREATE INDEX sites_source ON sites (source);
+	CREATE TABLE pages (
+		id          bigserial PRIMARY KEY,
+		site        text NOT NULL,
+		url         text NOT NULL UNIQUE,
+		status_code integer NOT NULL,
+		title       text NOT NULL,
+		description text NOT NULL,
+		h1          text NOT NULL,
+		h2          text NOT NULL,
+		h3          text NOT NULL,
+		anchors     text NOT NULL,
+		ext_anchors text NOT NULL,
+		fetched_at  bigint,
+		search      tsvector NOT NULL
+	);
+	CREATE INDEX pages_site ON pages (site);
+	CREATE INDEX pages_search ON pages USING gin (search);
+	CREATE TABLE links (
+		source_site text NOT NULL,
+		target_site text NOT NULL,
+		target_url  text NOT NULL,
+		ord         integer NOT NULL,
+		anchor      text NOT NULL
+	);
+	CREATE INDEX links_source ON links (source_site);
+	CREATE INDEX links_target_site ON links (target_site);
+	CREATE INDEX links_target_url ON links (target_url);`,
+}
+
+// Open connects to the database of dsn (a postgres:// URL or key=value
+// string as pgx accepts it) and brings its schema up to date. The tables go
+// into the first schema of the connection's search_path.
+func Open(ctx context.Context, dsn string) (*sqlstore.Store, error) {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return sqlstore.New(db, dialect{}), nil
+}
+
+// migrate applies missing migrations under an advisory lock, so replicas
+// starting together apply each exactly once; running it again is a no-op.
+func migrate(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin migration: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(lockKey)); err != nil {
+		return fmt.Errorf("lock for migration: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS index_schema_migrations (
+		version    integer PRIMARY KEY,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("create migrations table: %w", err)
+	}
+	var version int
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM index_schema_migrations").Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this manager knows (%d)", version, len(migrations))
+	}
+	for i := version; i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO index_schema_migrations (version) VALUES ($1)", i+1); err != nil {
+			return fmt.Errorf("record migration %d: %w", i+1, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// Version returns the schema version of the database behind s.
+func Version(ctx context.Context, s *sqlstore.Store) (int, error) {
+	var v int
+	err := s.DB().QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM index_schema_migrations").Scan(&v)
+	return v, err
+}
+
+type dialect struct{}
+
+// Rebind numbers the ? placeholders; no query of sqlstore has a literal ?.
+func (dialect) Rebind(q string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func (dialect) LockWrites(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(lockKey))
+	return err
+}
+
+// searchVector weights the four parts of a document given as parameters
+// $n..$n+3.
+func searchVector(n int) string {
+	return fmt.Sprintf(`setweight(to_tsvector('simple', $%d), 'A') || setweight(to_tsvector('simple', $%d), 'B') || `+
+		`setweight(to_tsvector('simple', $%d), 'C') || setweight(to_tsvector('simple', $%d), 'D')`, n, n+1, n+2, n+3)
+}
+
+var insertPage = "INSERT INTO pages (" + sqlstore.PageColumns + ", search) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, " +
+	searchVector(12) + ")"
+
+func (dialect) InsertPage(ctx context.Context, tx *sql.Tx, row sqlstore.Row, doc store.Document) error {
+	_, err := tx.ExecContext(ctx, insertPage, append(row.Args(), doc.Title, doc.Headings, doc.Anchors, doc.Description)...)
+	return err
+}
+
+var updateAnchors = "UPDATE pages SET ext_anchors = $1, search = " + searchVector(3) + " WHERE id = $2"
+
+func (dialect) UpdateExternalAnchors(ctx context.Context, tx *sql.Tx, id int64, ext string, doc store.Document) error {
+	_, err := tx.ExecContext(ctx, updateAnchors, ext, id, doc.Title, doc.Headings, doc.Anchors, doc.Description)
+	return err
+}
+
+func (dialect) DeletePages(ctx context.Context, tx *sql.Tx, site string) (int64, error) {
+	res, err := tx.ExecContext(ctx, "DELETE FROM pages WHERE site = $1", site)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// SearchQuery ranks with ts_rank's default weights (A 1.0, B 0.4, C 0.2,
+// D 0.1); ties are ordered by URL.
+func (dialect) SearchQuery() string {
+	return `SELECT url, title, description, site
+		FROM pages, plainto_tsquery('simple', $1) query
+		WHERE search @@ query
+		ORDER BY ts_rank(search, query) DESC, url
+		LIMIT $2`
+}
+
+// MatchArg joins the terms with spaces; plainto_tsquery ANDs them and knows
+// no operators, so nothing in them is syntax.
+func (dialect) MatchArg(terms []string) string { return strings.Join(terms, " ") }

@@ -1,0 +1,151 @@
+package postgres
+
+import (
+	"context"
+	"net/url"
+	"sync"
+	"testing"
+
+	"github.com/lohisoft/crawl-operator/index/store"
+	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
+	"github.com/lohisoft/crawl-operator/index/store/sqlstore"
+	"github.com/lohisoft/crawl-operator/index/store/storetest"
+)
+
+func open(t testing.TB) *sqlstore.Store {
+	t.Helper()
+	s, err := Open(context.Background(), pgtest.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() }) // runs before the schema is dropped
+	return s
+}
+
+func TestContract(t *testing.T) {
+	storetest.Run(t, storetest.Backend{
+		Open: func(t *testing.T) store.Store { return open(t) },
+		Dump: dump,
+	})
+}
+
+// dump reads every table of the test schema; the tsvector is shown as its
+// lexemes, so the suite checks the words in it like any other text.
+func dump(t *testing.T, s store.Store) storetest.Dump {
+	t.Helper()
+	db := s.(*sqlstore.Store).DB()
+	rows, err := db.QueryContext(context.Background(),
+		"SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	rows.Close()
+	return storetest.DumpTables(t, db, tables, func(table string) string {
+		if table == "pages" {
+			return "SELECT id, site, url, status_code, title, description, h1, h2, h3, anchors, ext_anchors, fetched_at, " +
+				"array_to_string(tsvector_to_array(search), ' ') AS search FROM pages"
+		}
+		return `SELECT * FROM "` + table + `"`
+	})
+}
+
+// TestDumpCoversEveryColumn keeps the hand-written pages query of dump in
+// step with the table.
+func TestDumpCoversEveryColumn(t *testing.T) {
+	s := open(t)
+	var n int
+	if err := s.DB().QueryRow(`SELECT COUNT(*) FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'pages'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(dump(t, s)["pages"].Columns); got != n {
+		t.Errorf("dump reads %d columns of pages, the table has %d", got, n)
+	}
+}
+
+func TestMigrationsAreIdempotentAndSerialised(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	ctx := context.Background()
+	// Replicas starting at once: each migration must still run once.
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			s, err := Open(ctx, dsn)
+			if err != nil {
+				errs <- err
+				return
+			}
+			s.Close()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent Open: %v", err)
+	}
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := Version(ctx, s); err != nil || v != len(migrations) {
+		t.Errorf("Version = %d, %v; want %d", v, err, len(migrations))
+	}
+	var rows int
+	if err := s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM index_schema_migrations").Scan(&rows); err != nil || rows != len(migrations) {
+		t.Errorf("%d migration rows, %v; want %d", rows, err, len(migrations))
+	}
+}
+
+func TestRefusesNewerSchema(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	ctx := context.Background()
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().ExecContext(ctx, "INSERT INTO index_schema_migrations (version) VALUES (99)"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err := Open(ctx, dsn); err == nil {
+		s.Close()
+		t.Fatal("Open accepted a schema newer than the code")
+	}
+}
+
+func TestUnreachableServerIsAnError(t *testing.T) {
+	u, _ := url.Parse(pgtest.DefaultDSN)
+	u.Host = "127.0.0.1:1" // nothing listens on port 1
+	ctx, cancel := context.WithTimeout(context.Background(), 10e9)
+	defer cancel()
+	if s, err := Open(ctx, u.String()); err == nil {
+		s.Close()
+		t.Fatal("Open succeeded without a server")
+	}
+}
+
+func TestRebind(t *testing.T) {
+	for in, want := range map[string]string{
+		"SELECT 1":                     "SELECT 1",
+		"a = ? AND b = ?":              "a = $1 AND b = $2",
+		"INSERT INTO t VALUES (?,?,?)": "INSERT INTO t VALUES ($1,$2,$3)",
+	} {
+		if got := (dialect{}).Rebind(in); got != want {
+			t.Errorf("Rebind(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func BenchmarkSearch(b *testing.B) {
+	storetest.BenchmarkSearch(b, open(b))
+}

@@ -1,0 +1,86 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/lohisoft/crawl-operator/index/store"
+	"github.com/lohisoft/crawl-operator/index/store/sqlstore"
+	"github.com/lohisoft/crawl-operator/index/store/storetest"
+)
+
+func open(t testing.TB) *sqlstore.Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestContract(t *testing.T) {
+	storetest.Run(t, storetest.Backend{
+		Open: func(t *testing.T) store.Store { return open(t) },
+		Dump: dump,
+	})
+}
+
+// dump reads every table, FTS5's shadow tables included.
+func dump(t *testing.T, s store.Store) storetest.Dump {
+	t.Helper()
+	db := s.(*sqlstore.Store).DB()
+	ctx := context.Background()
+	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	rows.Close()
+	return storetest.DumpTables(t, db, tables, func(table string) string { return `SELECT * FROM "` + table + `"` })
+}
+
+func TestMigrationsAreIdempotent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "index.db")
+	ctx := context.Background()
+	for range 3 {
+		s, err := Open(ctx, path)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		var v int
+		if err := s.DB().QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != len(migrations) {
+			t.Errorf("user_version = %d, %v; want %d", v, err, len(migrations))
+		}
+		s.Close()
+	}
+}
+
+func TestRefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "index.db")
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().ExecContext(ctx, "PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err := Open(ctx, path); err == nil {
+		s.Close()
+		t.Fatal("Open accepted a schema newer than the code")
+	}
+}
+
+func BenchmarkSearch(b *testing.B) {
+	storetest.BenchmarkSearch(b, open(b))
+}

@@ -1,0 +1,198 @@
+// Package store defines the search backend: what is kept of a site and how
+// it is searched. Backends live in the sqlite and postgres packages and pass
+// the contract suite in storetest.
+//
+// What a backend keeps is exactly what the bot page promises: per page the
+// URL, title, meta description, h1–h3 headings and the texts of links
+// pointing to it. There is no field for body text anywhere.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lohisoft/crawl-operator/internal/site"
+)
+
+// Limits of a search.
+const (
+	DefaultLimit = 10
+	MaxLimit     = 100
+	// MaxQueryLength is the longest query accepted, in bytes.
+	MaxQueryLength = 256
+	// MaxExternalAnchors caps the link texts other sites contribute to one
+	// page, so a page linked from thousands of sites keeps a bounded row.
+	MaxExternalAnchors = 64
+)
+
+// Errors callers tell apart.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrBadQuery = errors.New("bad query")
+)
+
+// Page is what is kept of one page.
+type Page struct {
+	URL         string
+	StatusCode  int
+	Title       string
+	Description string
+	H1, H2, H3  []string
+	// Anchors are texts of links to the page from its own site.
+	Anchors []string
+	// ExternalAnchors are texts of links to the page from other sites. A
+	// backend fills them from the other sites' Links; on write they are
+	// ignored.
+	ExternalAnchors []string
+	FetchedAt       time.Time
+}
+
+// Link is a link from a site to a page of another site, with its texts.
+type Link struct {
+	URL     string
+	Anchors []string
+}
+
+// SiteDoc is one site as the latest crawl saw it.
+type SiteDoc struct {
+	// Source names the SiteIndex the document comes from (namespace/name),
+	// so rows can be removed when the SiteIndex goes.
+	Source string
+	// Site is scheme://host:port as site.Site renders it.
+	Site      string
+	CrawledAt time.Time
+	Pages     []Page
+	Links     []Link
+}
+
+// Validate checks what a backend relies on: a normalised site, pages of
+// that site only and links to other sites only.
+func (d SiteDoc) Validate() error {
+	if d.Source == "" {
+		return errors.New("site document has no source")
+	}
+	s, err := site.Parse(d.Site)
+	if err != nil {
+		return fmt.Errorf("site document of %s: %w", d.Source, err)
+	}
+	if s.String() != d.Site {
+		return fmt.Errorf("site %q is not normalised (want %q)", d.Site, s.String())
+	}
+	seen := map[string]bool{}
+	for _, p := range d.Pages {
+		ps, err := site.Parse(p.URL)
+		if err != nil || ps != s {
+			return fmt.Errorf("page %q is not on site %s", p.URL, d.Site)
+		}
+		if seen[p.URL] {
+			return fmt.Errorf("page %q appears twice", p.URL)
+		}
+		seen[p.URL] = true
+	}
+	for _, l := range d.Links {
+		ls, err := site.Parse(l.URL)
+		if err != nil || ls == s {
+			return fmt.Errorf("link %q does not lead to another site", l.URL)
+		}
+	}
+	return nil
+}
+
+// Host returns the host of a normalised site.
+func Host(siteURL string) string { return site.HostOf(siteURL) }
+
+// Result is one search hit. It points the way back to the page; there is
+// nothing else to answer with.
+type Result struct {
+	URL         string
+	Title       string
+	Description string
+	Site        string
+}
+
+// SiteInfo summarises one indexed site.
+type SiteInfo struct {
+	Site      string
+	Host      string
+	Pages     int
+	CrawledAt time.Time
+}
+
+// SitePage is a page together with the site it belongs to.
+type SitePage struct {
+	Site string
+	Page
+}
+
+// Store is a search backend. Every method is safe for concurrent use.
+type Store interface {
+	// ReplaceSite makes doc the only content of its site and of its
+	// source: pages and links the site had before are removed, and the
+	// external anchors of pages its old and new links point to are
+	// recomputed. Replacing twice with the same document changes nothing.
+	ReplaceSite(ctx context.Context, doc SiteDoc) error
+	// DeleteSource removes every site written from source and returns the
+	// number of pages removed.
+	DeleteSource(ctx context.Context, source string) (int64, error)
+	// PurgeDomain removes every site whose host is domain or a subdomain
+	// of it (site.InDomain), and the links that point into it, and returns
+	// the number of pages removed.
+	PurgeDomain(ctx context.Context, domain string) (int64, error)
+	// Sources lists the sources that have rows, sorted.
+	Sources(ctx context.Context) ([]string, error)
+	// Search returns up to limit pages matching every term of query, best
+	// first: a term in the title counts more than in headings, headings
+	// more than link texts, link texts more than the description.
+	Search(ctx context.Context, query string, limit int) ([]Result, error)
+	// Sites lists the indexed sites, sorted.
+	Sites(ctx context.Context) ([]SiteInfo, error)
+	// Pages lists the pages of every site on host, sorted by URL, or
+	// ErrNotFound when no site of host is indexed.
+	Pages(ctx context.Context, host string) ([]SitePage, error)
+	Close() error
+}
+
+// CheckLimit rejects limits outside 1..MaxLimit.
+func CheckLimit(limit int) error {
+	if limit < 1 || limit > MaxLimit {
+		return fmt.Errorf("%w: limit must be between 1 and %d, got %d", ErrBadQuery, MaxLimit, limit)
+	}
+	return nil
+}
+
+// Clean returns doc with every text made storable by any backend: valid
+// UTF-8 without NUL bytes (PostgreSQL refuses both; a hostile page can
+// contain either).
+func (d SiteDoc) Clean() SiteDoc {
+	out := d
+	out.Pages = make([]Page, len(d.Pages))
+	for i, p := range d.Pages {
+		p.URL, p.Title, p.Description = cleanText(p.URL), cleanText(p.Title), cleanText(p.Description)
+		p.H1, p.H2, p.H3 = cleanList(p.H1), cleanList(p.H2), cleanList(p.H3)
+		p.Anchors, p.ExternalAnchors = cleanList(p.Anchors), nil
+		out.Pages[i] = p
+	}
+	out.Links = make([]Link, len(d.Links))
+	for i, l := range d.Links {
+		out.Links[i] = Link{URL: cleanText(l.URL), Anchors: cleanList(l.Anchors)}
+	}
+	return out
+}
+
+func cleanText(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+}
+
+func cleanList(l []string) []string {
+	if l == nil {
+		return nil
+	}
+	out := make([]string, len(l))
+	for i, s := range l {
+		out[i] = cleanText(s)
+	}
+	return out
+}

@@ -1,0 +1,77 @@
+// Command devcluster runs a local Kubernetes cluster for the demo and the
+// end-to-end tests, with no Docker: etcd, kube-apiserver, kube-scheduler and
+// kube-controller-manager from bin/k8s, two egress Nodes, and a node agent
+// that runs crawler Pods bound to them as local processes of bin/crawler.
+// It is a test harness; real clusters run real kubelets.
+//
+// It runs in the foreground until SIGINT/SIGTERM; hack/dev-cluster.sh runs
+// it in the background for `make dev-cluster`.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/lohisoft/crawl-operator/hack/devcluster/agent"
+	"github.com/lohisoft/crawl-operator/hack/devcluster/cluster"
+)
+
+func main() {
+	binDir := flag.String("bin-dir", "bin/k8s", "Directory with the control-plane binaries.")
+	dir := flag.String("dir", ".dev/cluster", "Directory for component logs and Pod logs.")
+	kubeconfig := flag.String("kubeconfig-out", "bin/kubeconfig", "Where to write the admin kubeconfig.")
+	crawler := flag.String("crawler", "bin/crawler", "Local binary that runs the crawler image's `crawler` command.")
+	flag.Parse()
+	ctrl.SetLogger(zap.New())
+	if err := run(*binDir, *dir, *kubeconfig, *crawler); err != nil {
+		fmt.Fprintln(os.Stderr, "devcluster:", err)
+		os.Exit(1)
+	}
+}
+
+func run(binDir, dir, kubeconfig, crawler string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
+	c, err := cluster.Start(ctx, cluster.Options{BinDir: abs(binDir), Dir: abs(dir)})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+
+	kc, err := os.ReadFile(c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		return err
+	}
+	defer os.Remove(kubeconfig)
+
+	podLogs := filepath.Join(abs(dir), "pods")
+	if err := os.MkdirAll(podLogs, 0o755); err != nil {
+		return err
+	}
+	var nodes []string
+	for _, n := range cluster.DefaultEgressNodes {
+		nodes = append(nodes, n.Name)
+	}
+	mgr, err := agent.NewManager(c.Config, agent.Options{
+		NodeNames: nodes,
+		Commands:  map[string]string{"crawler": abs(crawler)},
+		LogDir:    podLogs,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("dev cluster ready: KUBECONFIG=%s; crawler Pod logs in %s\n", kubeconfig, podLogs)
+	return mgr.Start(ctx)
+}

@@ -40,13 +40,11 @@ vet: ## go vet the tree.
 	go vet ./...
 
 .PHONY: build
-build: $(BIN)/manager $(BIN)/crawler ## Build bin/manager and bin/crawler.
-
-.PHONY: $(BIN)/manager $(BIN)/crawler
-$(BIN)/manager:
-	CGO_ENABLED=0 go build -o $@ ./cmd/manager
-$(BIN)/crawler:
-	CGO_ENABLED=0 go build -o $@ ./cmd/crawler
+build: ## Build bin/manager, bin/crawler and the dev tools (bin/devcluster, bin/samplesite).
+	CGO_ENABLED=0 go build -o $(BIN)/manager ./cmd/manager
+	CGO_ENABLED=0 go build -o $(BIN)/crawler ./cmd/crawler
+	CGO_ENABLED=0 go build -o $(BIN)/devcluster ./hack/devcluster
+	CGO_ENABLED=0 go build -o $(BIN)/samplesite ./hack/samplesite
 
 .PHONY: k8s-bin
 k8s-bin: ## Build etcd, kube-apiserver, kubectl, kube-scheduler, kube-controller-manager into bin/k8s (skipped when current).
@@ -63,6 +61,18 @@ bench: ## Run the benchmarks.
 	go test -run '^$$' -bench . -benchmem ./...
 
 ##@ Run
+
+.PHONY: demo
+demo: k8s-bin build ## Run the whole job locally: cluster, manager, sample site, a crawl, a search.
+	hack/demo.sh
+
+.PHONY: dev-cluster
+dev-cluster: k8s-bin build ## Start the local cluster in the background (KUBECONFIG=bin/kubeconfig).
+	hack/dev-cluster.sh up
+
+.PHONY: dev-cluster-down
+dev-cluster-down: ## Stop the local cluster and everything `make demo` started.
+	hack/dev-cluster.sh down
 
 .PHONY: run
 run: build ## Run the manager against $KUBECONFIG.

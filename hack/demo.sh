@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# `make demo`: the whole job on this machine. Brings up the dev cluster,
+# installs the CRDs, runs the manager (SQLite index), serves a sample
+# website on loopback, applies a CrawlTarget for it, waits until it is
+# Ready, and shows the result and a search. Everything keeps running
+# afterwards; `make dev-cluster-down` stops it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEV=.dev
+KUBECTL=bin/k8s/kubectl
+export KUBECONFIG=$PWD/bin/kubeconfig
+INDEX=127.0.0.1:8082
+RESULTS=127.0.0.1:8083
+SITE=127.0.0.1:8090
+
+step() { printf '\n==> %s\n' "$*"; }
+alive() { [ -f "$DEV/$1.pid" ] && kill -0 "$(cat "$DEV/$1.pid")" 2>/dev/null; }
+
+wait_port() { # name addr
+	for _ in $(seq 1 60); do
+		(exec 3<>"/dev/tcp/${2%:*}/${2#*:}") 2>/dev/null && return 0
+		alive "$1" || { echo "$1 exited; last lines of $DEV/$1.log:" >&2; tail -n 20 "$DEV/$1.log" >&2; exit 1; }
+		sleep 0.5
+	done
+	echo "$1 is not listening on $2" >&2; exit 1
+}
+
+step "Starting the local cluster"
+hack/dev-cluster.sh up
+
+step "Installing the CRDs"
+$KUBECTL apply -f config/crd/bases
+$KUBECTL wait --for=condition=Established --timeout=60s \
+	crd/crawltargets.crawl.lohisoft.com crd/exclusions.crawl.lohisoft.com crd/siteindexes.crawl.lohisoft.com
+
+step "Running the manager (index: SQLite in $DEV/index.db, API on http://$INDEX)"
+if ! alive manager; then
+	# --crawler-allow-private: the sample site is on loopback, which the
+	# crawler refuses everywhere else.
+	nohup bin/manager \
+		--metrics-bind-address=127.0.0.1:18080 \
+		--health-probe-bind-address=127.0.0.1:18081 \
+		--results-bind-address=$RESULTS \
+		--results-url=http://$RESULTS \
+		--index-bind-address=$INDEX \
+		--storage="sqlite://$PWD/$DEV/index.db" \
+		--crawler-image=crawler \
+		--crawler-allow-private \
+		--min-crawl-delay=500ms \
+		--require-egress-fcrdns=false \
+		>"$DEV/manager.log" 2>&1 &
+	echo $! >"$DEV/manager.pid"
+fi
+wait_port manager $INDEX
+
+step "Serving the sample site on http://$SITE/"
+if ! alive samplesite; then
+	nohup bin/samplesite --addr=$SITE >"$DEV/samplesite.log" 2>&1 &
+	echo $! >"$DEV/samplesite.pid"
+fi
+wait_port samplesite $SITE
+
+step "Applying a CrawlTarget with kubectl"
+cat hack/demo/crawltarget.yaml
+$KUBECTL apply -f hack/demo/crawltarget.yaml
+
+step "Waiting until the CrawlTarget is Ready"
+ready=""
+for i in $(seq 1 90); do
+	line=$($KUBECTL get crawltarget harbour-bakery -n default \
+		-o jsonpath='{.status.phase} {.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason} {.status.egressIP}' 2>/dev/null || true)
+	pages=$($KUBECTL get siteindex harbour-bakery -n default -o jsonpath='{.status.stats.pages}' 2>/dev/null || true)
+	printf '  [%3ss] phase/ready/reason/egress: %-45s pages so far: %s\n' "$((i * 2))" "$line" "${pages:-0}"
+	if [ "$(echo "$line" | awk '{print $2}')" = True ]; then ready=1; break; fi
+	sleep 2
+done
+if [ -z "$ready" ]; then
+	echo "the CrawlTarget did not become Ready; see $DEV/manager.log and $DEV/cluster/pods/" >&2
+	exit 1
+fi
+
+step "kubectl get crawltargets,siteindexes"
+$KUBECTL get crawltargets,siteindexes -n default
+
+step "What the bot kept of each page (title, h1, inbound anchors)"
+$KUBECTL get siteindex harbour-bakery -n default \
+	-o jsonpath='{range .status.pages[*]}{.url}{"\n    title: "}{.title}{"\n    h1: "}{.headings.h1}{"\n    inbound anchors: "}{.inboundAnchors}{"\n"}{end}'
+
+step "Searching the index: curl 'http://$INDEX/api/v1/search?q=sourdough'"
+for _ in $(seq 1 20); do
+	out=$(curl -fsS "http://$INDEX/api/v1/search?q=sourdough&limit=5") && echo "$out" | grep -q '"url"' && break
+	sleep 0.5
+done
+echo "$out"
+
+cat <<MSG
+
+The cluster, the manager and the sample site keep running. Next:
+  export KUBECONFIG=$KUBECONFIG
+  bin/k8s/kubectl get crawltargets,siteindexes,pods -A
+  bin/k8s/kubectl annotate crawltarget harbour-bakery crawl.lohisoft.com/requested-at="\$(date -Is)" --overwrite   # crawl again now
+  bin/k8s/kubectl apply -f config/samples/crawl_v1alpha1_exclusion.yaml                                             # an Exclusion
+  curl 'http://$INDEX/api/v1/search?q=cinnamon'      curl http://$INDEX/bot      curl http://$INDEX/bot/ips.json
+  logs: $DEV/manager.log, $DEV/samplesite.log, crawler Pods in $DEV/cluster/pods/
+  make dev-cluster-down    # stop everything
+MSG

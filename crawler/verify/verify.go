@@ -34,6 +34,13 @@ func (e *NotVerifiedError) Error() string { return "not LohiSoftBot: " + e.Reaso
 
 // Verify returns the crawler hostname of ip when FCrDNS confirms it.
 func Verify(ctx context.Context, r Resolver, ip string) (string, error) {
+	return VerifySuffix(ctx, r, ip, Suffix)
+}
+
+// VerifySuffix is Verify against another hostname suffix (with its leading
+// dot), for an operator whose crawlers live elsewhere than Suffix; the
+// manager's egress self-check uses the suffix it is configured with.
+func VerifySuffix(ctx context.Context, r Resolver, ip, suffix string) (string, error) {
 	addr, err := netip.ParseAddr(strings.TrimSpace(ip))
 	if err != nil {
 		return "", fmt.Errorf("%q: %w", ip, ErrBadIP)
@@ -53,8 +60,8 @@ func Verify(ctx context.Context, r Resolver, ip string) (string, error) {
 	var reasons []string
 	for _, n := range names {
 		host := strings.ToLower(strings.TrimSuffix(n, "."))
-		if !strings.HasSuffix(host, Suffix) || host == strings.TrimPrefix(Suffix, ".") {
-			reasons = append(reasons, fmt.Sprintf("reverse DNS name %s does not end in %s", host, Suffix))
+		if !strings.HasSuffix(host, suffix) || host == strings.TrimPrefix(suffix, ".") {
+			reasons = append(reasons, fmt.Sprintf("reverse DNS name %s does not end in %s", host, suffix))
 			continue
 		}
 		ips, err := r.LookupIP(ctx, "ip4", host)

@@ -22,14 +22,17 @@ manifests: ## Generate CRDs and RBAC from the API types and markers.
 	rm -f config/crd/bases/*.yaml
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./... output:rbac:artifacts:config=config/rbac
+	rm -f charts/crawl-operator/files/crds/*.yaml
+	cp config/crd/bases/*.yaml charts/crawl-operator/files/crds/
+	cp config/rbac/role.yaml charts/crawl-operator/files/rbac/role.yaml
 
 .PHONY: generate
 generate: ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: verify-generated
-verify-generated: manifests generate ## Fail when generated files are out of date.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+verify-generated: manifests generate ## Fail when committed generated files are out of date (CI, on a clean clone).
+	@test -z "$$(git status --porcelain -- api config charts/crawl-operator/files)" || { git status --short -- api config charts/crawl-operator/files; echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 
 .PHONY: fmt
 fmt: ## gofmt the tree.
@@ -53,7 +56,7 @@ k8s-bin: ## Build etcd, kube-apiserver, kubectl, kube-scheduler, kube-controller
 ##@ Test
 
 .PHONY: test
-test: k8s-bin verify-generated vet build ## Run every test: unit, envtest and end-to-end.
+test: k8s-bin manifests generate vet build ## Run every test: unit, envtest and end-to-end.
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench

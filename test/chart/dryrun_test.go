@@ -1,0 +1,159 @@
+package chart
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/site"
+)
+
+// warnings collects API server warnings, e.g. "would violate PodSecurity".
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, msg)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
+// apiServer starts envtest with the CRDs (and a ServiceMonitor stand-in)
+// and namespaces that enforce the restricted Pod Security level.
+func apiServer(t *testing.T) (client.Client, *warnings, string) {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(repoRoot, "bin", "k8s")
+	}
+	assets, _ = filepath.Abs(assets)
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		t.Fatalf("control-plane binaries missing in %s: run `make k8s-bin`", assets)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases"), filepath.Join("testdata", "servicemonitor-crd.yaml")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	w := &warnings{}
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandlerWithContext = w
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{releaseNamespace, "sites"} {
+		if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name:   ns,
+			Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted"},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, w, filepath.Join(assets, "kubectl")
+}
+
+// dryRun server-side applies every object without persisting it, so the
+// API server validates each one, and fails on errors and warnings.
+func dryRun(t *testing.T, c client.Client, w *warnings, what string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	if len(objs) == 0 {
+		t.Fatalf("%s: nothing rendered", what)
+	}
+	for _, o := range objs {
+		err := c.Patch(context.Background(), o, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("chart-test"))
+		if err != nil {
+			t.Errorf("%s: %s %s/%s refused: %v", what, o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+		for _, msg := range w.take() {
+			t.Errorf("%s: %s %s: API server warning: %s", what, o.GetKind(), o.GetName(), msg)
+		}
+	}
+}
+
+func TestServerSideDryRun(t *testing.T) {
+	c, w, kubectl := apiServer(t)
+
+	t.Run("chart with defaults", func(t *testing.T) {
+		dryRun(t, c, w, "defaults", mustRender(t, nil))
+	})
+	t.Run("chart with every optional feature", func(t *testing.T) {
+		dryRun(t, c, w, "all features", mustRender(t, allFeatures()))
+	})
+	t.Run("kustomize config/default", func(t *testing.T) {
+		out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, "config", "default")).Output()
+		if err != nil {
+			t.Fatalf("kubectl kustomize: %v", err)
+		}
+		objs := decode(t, string(out))
+		if find(objs, "Deployment", "crawl-operator-controller-manager") == nil {
+			t.Fatalf("config/default renders no manager Deployment")
+		}
+		dryRun(t, c, w, "config/default", objs)
+	})
+	t.Run("samples", func(t *testing.T) {
+		out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, "config", "samples")).Output()
+		if err != nil {
+			t.Fatalf("kubectl kustomize: %v", err)
+		}
+		objs := decode(t, string(out))
+		for _, o := range objs {
+			if o.GetNamespace() == "" && o.GetKind() == "CrawlTarget" {
+				o.SetNamespace("sites")
+			}
+		}
+		dryRun(t, c, w, "samples", objs)
+	})
+	t.Run("crawler Pods meet the restricted level", func(t *testing.T) {
+		s, _ := site.Parse("https://example.com/")
+		ct := &crawlv1.CrawlTarget{
+			TypeMeta:   metav1.TypeMeta{APIVersion: crawlv1.GroupVersion.String(), Kind: "CrawlTarget"},
+			ObjectMeta: metav1.ObjectMeta{Name: "example", Namespace: "sites", UID: "0f6b6d0e-1111-4222-8333-944445555666"},
+			Spec:       crawlv1.CrawlTargetSpec{URL: "https://example.com/"},
+		}
+		pod := crawlpod.Pod(crawlpod.Run{Target: ct, Site: s, Number: 1, Node: "egress-1", NodeIP: "79.139.58.98", TokenSHA256: "x"},
+			crawlpod.Config{Image: "ghcr.io/lohisoft/crawl-operator:0.1.0", ResultsURL: "http://results:8083",
+				ActiveDeadline: 30 * time.Minute, Resources: crawlpod.DefaultResources()})
+		// Enforce mode rejects a non-restricted Pod outright: prove it does.
+		loose := pod.DeepCopy()
+		loose.Spec.Containers[0].SecurityContext = nil
+		if err := c.Create(context.Background(), loose, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "PodSecurity") {
+			t.Fatalf("a Pod without a security context was not refused by PodSecurity: %v", err)
+		}
+		if err := c.Create(context.Background(), pod, client.DryRunAll); err != nil {
+			t.Fatalf("restricted namespace refused the crawler Pod: %v", err)
+		}
+		if msgs := w.take(); len(msgs) > 0 {
+			t.Errorf("warnings: %s", strings.Join(msgs, "; "))
+		}
+	})
+}

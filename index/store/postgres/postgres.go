@@ -47,7 +47,10 @@ var migrations = []string{
 		search      tsvector NOT NULL
 	);
 	CREATE INDEX pages_site ON pages (site);
-	CREATE INDEX pages_search ON pages USING gin (search);
+	-- Without fastupdate, writes go straight into the index: a search never
+	-- scans a pending list of recent writes (writes are one small site at
+	-- a time, searches are many).
+	CREATE INDEX pages_search ON pages USING gin (search) WITH (fastupdate = off);
 	CREATE TABLE links (
 		source_site text NOT NULL,
 		target_site text NOT NULL,

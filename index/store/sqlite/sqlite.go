@@ -56,7 +56,9 @@ var migrations = []string{
 	CREATE VIRTUAL TABLE pages_fts USING fts5 (
 		title, headings, anchors, description,
 		tokenize = 'unicode61 remove_diacritics 0'
-	);`,
+	);
+	-- Column weights of BM25: title, headings, anchors, description.
+	INSERT INTO pages_fts (pages_fts, rank) VALUES ('rank', 'bm25(10.0, 4.0, 2.0, 1.0)');`,
 }
 
 // Open opens (creating if needed) the database file at path and brings its
@@ -153,13 +155,14 @@ func (dialect) DeletePages(ctx context.Context, tx *sql.Tx, site string) (int64,
 }
 
 // SearchQuery ranks with BM25, weighting the columns title, headings,
-// anchors, description as 10, 4, 2, 1; ties go to the shorter URL order.
+// anchors, description as 10, 4, 2, 1 (the rank configured in the
+// migration). The best rows are picked inside FTS5 before the join, so a
+// word on most pages does not join every page; ties are ordered by URL.
 func (dialect) SearchQuery() string {
 	return `SELECT p.url, p.title, p.description, p.site
-		FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid
-		WHERE pages_fts MATCH ?
-		ORDER BY bm25(pages_fts, 10.0, 4.0, 2.0, 1.0), p.url
-		LIMIT ?`
+		FROM (SELECT rowid, rank FROM pages_fts WHERE pages_fts MATCH ?1 ORDER BY rank LIMIT ?2) hit
+		JOIN pages p ON p.id = hit.rowid
+		ORDER BY hit.rank, p.url`
 }
 
 // MatchArg quotes every term, so it is a plain string to FTS5 whatever it

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -220,7 +221,8 @@ func strs(v reflect.Value) []string {
 	return []string{v.String()}
 }
 
-// verbs lists the fmt verbs of s in order.
+// verbs lists the fmt verbs of s, sorted: a language may put indexed
+// verbs in another order.
 func verbs(s string) string {
 	var out []string
 	for i := 0; i < len(s); i++ {
@@ -236,6 +238,7 @@ func verbs(s string) string {
 		}
 		i = j
 	}
+	slices.Sort(out)
 	return strings.Join(out, " ")
 }
 

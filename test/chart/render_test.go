@@ -311,3 +311,40 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		})
 	}
 }
+
+// The values in the GitOps examples must be valid chart values.
+func TestGitOpsExamplesUseValidValues(t *testing.T) {
+	read := func(name string) []*unstructured.Unstructured {
+		b, err := os.ReadFile(filepath.Join(repoRoot, "docs", "gitops", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return decode(t, string(b))
+	}
+	hr := find(read("flux-helmrelease.yaml"), "HelmRelease", "crawl-operator")
+	app := find(read("argocd-application.yaml"), "Application", "crawl-operator")
+	if hr == nil || app == nil {
+		t.Fatal("HelmRelease or Application missing")
+	}
+	if chart, _, _ := unstructured.NestedString(hr.Object, "spec", "chart", "spec", "chart"); chart != "./charts/crawl-operator" {
+		t.Errorf("HelmRelease chart = %q", chart)
+	}
+	if path, _, _ := unstructured.NestedString(app.Object, "spec", "source", "path"); path != "charts/crawl-operator" {
+		t.Errorf("Application path = %q", path)
+	}
+	for name, fields := range map[string][]string{
+		"HelmRelease": {"spec", "values"}, "Application": {"spec", "source", "helm", "valuesObject"},
+	} {
+		obj := hr
+		if name == "Application" {
+			obj = app
+		}
+		vals, found, _ := unstructured.NestedMap(obj.Object, fields...)
+		if !found {
+			t.Fatalf("%s has no values", name)
+		}
+		if _, err := render(t, vals); err != nil {
+			t.Errorf("%s values refused by the chart: %v", name, err)
+		}
+	}
+}

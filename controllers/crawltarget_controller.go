@@ -50,9 +50,9 @@ type CrawlTargetReconciler struct {
 
 	Pod              crawlpod.Config
 	MaxCrawlsPerNode int
-	// EgressHealthy vetoes egress nodes that fail the FCrDNS self-check;
-	// nil trusts every egress node.
-	EgressHealthy func(node string) bool
+	// Egress says which egress nodes may take crawls (FCrDNS self-check,
+	// published IPs).
+	Egress EgressFilter
 }
 
 // targetScope is what the steps of one reconcile share.
@@ -386,10 +386,10 @@ func (r *CrawlTargetReconciler) startCrawl(ctx context.Context, s *targetScope) 
 	if err := r.List(ctx, &nodes, client.MatchingLabels{crawlpod.EgressLabel: crawlpod.EgressValue}); err != nil {
 		return false, fmt.Errorf("list egress nodes: %w", err)
 	}
-	egress := EgressNodes(nodes.Items, r.EgressHealthy)
+	egress := EgressNodes(nodes.Items, r.Egress)
 	if len(egress) == 0 {
 		s.verdict.wait = reason{crawlv1.ReasonNoEgressNode,
-			"no usable egress node: need a Ready Node labelled crawl.lohisoft.com/egress=true with an IPv4 ExternalIP"}
+			"no usable egress node: need a Ready, schedulable Node labelled crawl.lohisoft.com/egress=true whose IPv4 ExternalIP is published (--expected-egress-ips) and passes the FCrDNS self-check"}
 		s.requeueAfter(waitRequeue)
 		return true, nil
 	}

@@ -19,10 +19,19 @@ type EgressNode struct {
 	Running int
 }
 
+// EgressFilter says which egress nodes may take crawls beyond being Ready.
+type EgressFilter struct {
+	// Healthy vetoes nodes that fail the FCrDNS self-check; nil trusts all.
+	Healthy func(name string) bool
+	// ExpectedIPs, when not empty, are the only source addresses allowed:
+	// the ones published to site owners, who may allowlist exactly those.
+	ExpectedIPs map[string]bool
+}
+
 // EgressNodes picks the usable egress nodes out of a Node list: labelled as
-// egress, Ready, schedulable, with an IPv4 ExternalIP, and not vetoed by
-// healthy (the FCrDNS self-check). Sorted by name.
-func EgressNodes(nodes []corev1.Node, healthy func(name string) bool) []EgressNode {
+// egress, Ready, schedulable, with an IPv4 ExternalIP, and passing the
+// filter. Sorted by name.
+func EgressNodes(nodes []corev1.Node, f EgressFilter) []EgressNode {
 	var out []EgressNode
 	for i := range nodes {
 		n := &nodes[i]
@@ -36,7 +45,10 @@ func EgressNodes(nodes []corev1.Node, healthy func(name string) bool) []EgressNo
 		if ip == "" {
 			continue
 		}
-		if healthy != nil && !healthy(n.Name) {
+		if len(f.ExpectedIPs) > 0 && !f.ExpectedIPs[ip] {
+			continue
+		}
+		if f.Healthy != nil && !f.Healthy(n.Name) {
 			continue
 		}
 		out = append(out, EgressNode{Name: n.Name, IP: ip})

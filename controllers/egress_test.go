@@ -42,8 +42,14 @@ func TestEgressNodes(t *testing.T) {
 			n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "79.139.58.1"}}
 		}),
 		node("fails-fcrdns"),
+		node("unpublished-ip", func(n *corev1.Node) {
+			n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeExternalIP, Address: "203.0.113.7"}}
+		}),
 	}
-	got := EgressNodes(nodes, func(name string) bool { return name != "fails-fcrdns" })
+	got := EgressNodes(nodes, EgressFilter{
+		Healthy:     func(name string) bool { return name != "fails-fcrdns" },
+		ExpectedIPs: map[string]bool{"79.139.58.98": true, "79.139.58.121": true},
+	})
 	want := []EgressNode{{Name: "a-ok", IP: "79.139.58.121"}, {Name: "b-ok", IP: "79.139.58.98"}}
 	if len(got) != len(want) {
 		t.Fatalf("EgressNodes = %+v, want %+v", got, want)
@@ -52,6 +58,15 @@ func TestEgressNodes(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("EgressNodes[%d] = %+v, want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+func TestEgressNodesWithoutExpectedIPsTakesAnyIPv4(t *testing.T) {
+	n := node("any", func(n *corev1.Node) {
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeExternalIP, Address: "203.0.113.7"}}
+	})
+	if got := EgressNodes([]corev1.Node{n}, EgressFilter{}); len(got) != 1 || got[0].IP != "203.0.113.7" {
+		t.Errorf("EgressNodes = %+v", got)
 	}
 }
 

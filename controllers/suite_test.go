@@ -126,7 +126,7 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 			Resources:      crawlpod.DefaultResources(),
 		},
 		MaxCrawlsPerNode: opts.maxPerNode,
-		EgressHealthy:    opts.healthy,
+		Egress:           EgressFilter{Healthy: opts.healthy},
 	}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

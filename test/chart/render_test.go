@@ -6,6 +6,7 @@ package chart
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -347,4 +348,67 @@ func TestGitOpsExamplesUseValidValues(t *testing.T) {
 			t.Errorf("%s values refused by the chart: %v", name, err)
 		}
 	}
+}
+
+// The README's values table must match values.yaml: every value, with its
+// default. A row may describe a whole map (e.g. manager.resources).
+func TestReadmeValuesTable(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue
+		}
+		key := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		def := strings.TrimSpace(cells[2])
+		if !strings.HasPrefix(def, "`") || strings.HasPrefix(key, "-") || strings.HasPrefix(key, "crawl_") {
+			continue
+		}
+		rows[key] = strings.Trim(def, "`")
+	}
+	b, err := os.ReadFile(filepath.Join(chartPath, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			key := prefix + k
+			if def, ok := rows[key]; ok {
+				seen[key] = true
+				want, _ := json.Marshal(v)
+				if def != string(want) {
+					t.Errorf("README default of %s is %s, values.yaml has %s", key, def, want)
+				}
+				continue
+			}
+			if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
+				walk(key+".", sub)
+				continue
+			}
+			t.Errorf("README values table lacks %s", key)
+		}
+	}
+	walk("", values)
+	for key := range rows {
+		if !seen[key] && isValueKey(key, values) {
+			t.Errorf("README lists %s, which values.yaml does not have", key)
+		}
+	}
+}
+
+// isValueKey reports whether a README row looks like a chart value (its
+// first segment is a top-level key), so other tables are ignored.
+func isValueKey(key string, values map[string]any) bool {
+	_, ok := values[strings.SplitN(key, ".", 2)[0]]
+	return ok
 }

@@ -2,81 +2,39 @@ package syncer
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/controllers"
+	"github.com/lohisoft/crawl-operator/index/internal/testenv"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/index/store/sqlite"
 )
 
-// The suite runs one kube-apiserver and etcd (envtest, binaries from
-// bin/k8s) and, per test, managers with the syncer over a SQLite store in
-// the test's temporary directory.
+// The suite runs one kube-apiserver and etcd (envtest) and, per test,
+// managers with the syncer over a SQLite store in the test's temporary
+// directory.
 var (
 	restConfig *rest.Config
 	k8s        client.Client
-	scheme     = runtime.NewScheme()
+	scheme     = testenv.Scheme
 )
 
 func TestMain(m *testing.M) {
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(crawlv1.AddToScheme(scheme))
-	level := zapcore.ErrorLevel
-	if os.Getenv("TEST_VERBOSE_LOGS") != "" {
-		level = zapcore.DebugLevel
-	}
-	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(level)))
-
-	root := filepath.Join("..", "..")
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(root, "bin", "k8s")
-	}
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		fmt.Fprintf(os.Stderr, "envtest needs kube-apiserver and etcd in %s: run `make k8s-bin` (or `make test`, which does)\n", assets)
-		os.Exit(1)
-	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	var err error
-	if restConfig, err = env.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "start envtest:", err)
-		os.Exit(1)
-	}
-	if k8s, err = client.New(restConfig, client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, "client:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop envtest:", err)
-	}
-	os.Exit(code)
+	os.Exit(testenv.Run(m, filepath.Join("..", ".."), &restConfig, &k8s))
 }
 
 // manager is one running manager with the syncer and, when asked, the

@@ -1,0 +1,253 @@
+// Package index wires the search index into the manager: the storage
+// backend, the SiteIndex syncer, the HTTP server for the search API and the
+// bot's public pages, and the egress FCrDNS self-check. cmd/manager calls
+// Setup once and hands the result to the reconcilers that need it.
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lohisoft/crawl-operator/controllers"
+	"github.com/lohisoft/crawl-operator/crawler/verify"
+	"github.com/lohisoft/crawl-operator/index/api"
+	"github.com/lohisoft/crawl-operator/index/botpage"
+	"github.com/lohisoft/crawl-operator/index/egress"
+	"github.com/lohisoft/crawl-operator/index/identity"
+	"github.com/lohisoft/crawl-operator/index/store"
+	"github.com/lohisoft/crawl-operator/index/store/postgres"
+	"github.com/lohisoft/crawl-operator/index/store/sqlite"
+	"github.com/lohisoft/crawl-operator/index/syncer"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+)
+
+// Defaults of Options.
+const (
+	DefaultStorage     = "sqlite:///data/index.db"
+	DefaultBindAddress = ":8082"
+)
+
+// Options configure the index. The zero value of every field but Identity
+// takes its default.
+type Options struct {
+	// Storage selects the backend: sqlite:///absolute/path.db,
+	// sqlite://relative/path.db, or a postgres:// (postgresql://) URL.
+	Storage string
+	// BindAddress is where the search API and the bot pages are served.
+	BindAddress string
+	// Identity is what /bot states and what the self-check checks against.
+	Identity identity.Identity
+	// RequireEgressFCrDNS keeps crawls off egress nodes that fail the
+	// self-check, and leaves them out of /bot and /bot/ips.json.
+	RequireEgressFCrDNS bool
+	// DNSServer (host:port) answers the self-check's lookups instead of the
+	// system resolver; for tests.
+	DNSServer string
+	// CheckInterval is the time between self-checks of a node.
+	CheckInterval time.Duration
+}
+
+// Index is the running index.
+type Index struct {
+	store   store.Store
+	syncer  *syncer.Syncer
+	checker *egress.Checker
+	require bool
+	handler http.Handler
+}
+
+// Setup opens the backend (running its migrations) and registers the
+// syncer, the egress self-check and the HTTP server with mgr. Call Close
+// after mgr.Start returns.
+func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
+	if err := opts.Identity.Validate(); err != nil {
+		return nil, fmt.Errorf("bot identity: %w", err)
+	}
+	if opts.Storage == "" {
+		opts.Storage = DefaultStorage
+	}
+	if opts.BindAddress == "" {
+		opts.BindAddress = DefaultBindAddress
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := OpenStore(ctx, opts.Storage)
+	if err != nil {
+		return nil, err
+	}
+	ix := &Index{
+		store:   st,
+		syncer:  &syncer.Syncer{Client: mgr.GetClient(), Store: st},
+		require: opts.RequireEgressFCrDNS,
+		checker: &egress.Checker{
+			Client:   mgr.GetClient(),
+			Resolver: verify.ResolverFor(opts.DNSServer),
+			Suffix:   opts.Identity.HostnameSuffix,
+			Interval: opts.CheckInterval,
+			Recorder: mgr.GetEventRecorder("egress-fcrdns"),
+			Elected:  mgr.Elected(),
+		},
+	}
+	bot := &botpage.Handler{Identity: opts.Identity, Egress: ix.egressSource(mgr.GetClient())}
+	ix.handler = route(&api.Handler{Store: st}, bot)
+
+	setup := []func() error{
+		func() error { return ix.syncer.SetupWithManager(mgr) },
+		func() error { return ix.checker.SetupWithManager(mgr) },
+		func() error { return mgr.Add(&server{addr: opts.BindAddress, handler: ix.handler}) },
+	}
+	for _, f := range setup {
+		if err := f(); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("set up index: %w", err)
+		}
+	}
+	return ix, nil
+}
+
+// PurgeDomain removes every row of domain and its subdomains; it is the
+// Exclusion reconciler's Purger.
+func (ix *Index) PurgeDomain(ctx context.Context, domain string) (int64, error) {
+	return ix.syncer.PurgeDomain(ctx, domain)
+}
+
+// EgressHealthy is the CrawlTarget reconciler's EgressHealthy: with
+// RequireEgressFCrDNS off every node is healthy, otherwise only nodes that
+// passed their last self-check.
+func (ix *Index) EgressHealthy(node string) bool {
+	return !ix.require || ix.checker.Healthy(node)
+}
+
+// Handler serves the search API and the bot pages, as the server does.
+func (ix *Index) Handler() http.Handler { return ix.handler }
+
+// Close closes the backend.
+func (ix *Index) Close() error { return ix.store.Close() }
+
+// OpenStore opens the backend a storage DSN names.
+func OpenStore(ctx context.Context, dsn string) (store.Store, error) {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite://"):
+		path := strings.TrimPrefix(dsn, "sqlite://")
+		if path == "" || strings.ContainsAny(path, "?#") {
+			return nil, fmt.Errorf("storage %q: want sqlite:///absolute/path.db or sqlite://relative/path.db", dsn)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("storage %q: %w", dsn, err)
+		}
+		return sqlite.Open(ctx, path)
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return postgres.Open(ctx, dsn)
+	}
+	return nil, fmt.Errorf("storage %q: must start with sqlite:// or postgres://", redact(dsn))
+}
+
+// redact drops everything after the scheme, which may hold a password.
+func redact(dsn string) string {
+	if scheme, _, ok := strings.Cut(dsn, "://"); ok {
+		return scheme + "://…"
+	}
+	return "…"
+}
+
+// route sends /api/ to the API and /bot to the bot pages by prefix only;
+// each checks its exact paths. No http.ServeMux: it would redirect, and
+// /bot/ips.json must never redirect.
+func route(apiHandler, bot http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case strings.HasPrefix(p, api.Prefix):
+			apiHandler.ServeHTTP(w, r)
+		case p == botpage.PagePath || strings.HasPrefix(p, botpage.PagePath+"/"):
+			bot.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// egressSource lists what /bot and /bot/ips.json publish, from the Nodes
+// in the manager's cache and the self-check's results.
+func (ix *Index) egressSource(c client.Reader) botpage.Source {
+	return func(ctx context.Context) ([]botpage.Egress, error) {
+		var nodes corev1.NodeList
+		if err := c.List(ctx, &nodes, client.MatchingLabels{crawlpod.EgressLabel: crawlpod.EgressValue}); err != nil {
+			return nil, fmt.Errorf("list egress Nodes: %w", err)
+		}
+		return Published(nodes.Items, ix.checker.Lookup, ix.require), nil
+	}
+}
+
+// Published decides which egress addresses the bot publishes: every
+// labelled Node's IPv4 ExternalIP, with the hostname the self-check
+// verified for that very address. With requireFCrDNS, an address without a
+// verified hostname is left out, because no crawl comes from it. Nodes that
+// are NotReady or cordoned stay listed: the address is still the bot's,
+// crawls running there still come from it, and a list that flaps with node
+// health would make site owners' firewalls flap too.
+func Published(nodes []corev1.Node, lookup func(node string) (egress.Result, bool), requireFCrDNS bool) []botpage.Egress {
+	var out []botpage.Egress
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Labels[crawlpod.EgressLabel] != crawlpod.EgressValue || n.DeletionTimestamp != nil {
+			continue
+		}
+		ip := controllers.ExternalIPv4(n)
+		if ip == "" {
+			continue
+		}
+		var hostname string
+		if r, ok := lookup(n.Name); ok && r.OK && r.IP == ip {
+			hostname = r.Hostname
+		}
+		if requireFCrDNS && hostname == "" {
+			continue
+		}
+		out = append(out, botpage.Egress{IP: ip, Hostname: hostname})
+	}
+	return out
+}
+
+// server serves the index's HTTP handler on every replica: the API and the
+// bot pages need no leadership.
+type server struct {
+	addr    string
+	handler http.Handler
+}
+
+func (s *server) NeedLeaderElection() bool { return false }
+
+func (s *server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("index endpoint: %w", err)
+	}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	ctrl.Log.Info("serving", "endpoint", "index", "address", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("index endpoint: %w", err)
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+}

@@ -1,0 +1,420 @@
+package index
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/controllers"
+	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
+	"github.com/lohisoft/crawl-operator/index/api"
+	"github.com/lohisoft/crawl-operator/index/identity"
+	"github.com/lohisoft/crawl-operator/index/internal/testenv"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+)
+
+var (
+	restConfig *rest.Config
+	k8s        client.Client
+	ctx        = context.Background()
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, "..", &restConfig, &k8s))
+}
+
+// zone is the DNS of the test: one address passes FCrDNS, the others fail.
+var zone = dnstest.Zone{
+	PTR: map[string][]string{
+		"79.139.58.98":  {"crawler1.bot.lohisoft.com"},
+		"203.0.113.10":  {"crawler9.lohisoft.com"},
+		"198.51.100.14": {"crawler4.bot.lohisoft.com"},
+	},
+	A: map[string][]string{
+		"crawler1.bot.lohisoft.com": {"79.139.58.98"},
+		"crawler9.lohisoft.com":     {"203.0.113.10"},
+		"crawler4.bot.lohisoft.com": {"198.51.100.14"},
+	},
+}
+
+// operator is a manager as cmd/manager wires the index: Setup, and the
+// Exclusion reconciler purging through it.
+type operator struct {
+	ix   *Index
+	base string // http://host:port of the index server
+}
+
+func start(t *testing.T, require bool) *operator {
+	t.Helper()
+	dns := dnstest.Start(t, zone)
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:     testenv.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache:      controllers.CacheOptions(),
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	ix, err := Setup(mgr, Options{
+		Storage:             "sqlite://" + filepath.Join(t.TempDir(), "data", "index.db"),
+		BindAddress:         addr,
+		Identity:            identity.Default(),
+		RequireEgressFCrDNS: require,
+		DNSServer:           dns.Addr,
+		CheckInterval:       time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&controllers.ExclusionReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("exclusion-controller"), Purger: ix,
+	}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(runCtx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		ix.Close()
+	})
+	op := &operator{ix: ix, base: "http://" + addr}
+	eventually(t, "index server up", func() error {
+		_, err := op.get("/bot/ips.json")
+		return err
+	})
+	return op
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// noRedirects is a client that reports a redirect instead of following it.
+var noRedirects = &http.Client{
+	Timeout:       10 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (o *operator) get(path string) (response, error) {
+	r, err := noRedirects.Get(o.base + path)
+	if err != nil {
+		return response{}, err
+	}
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	return response{r.StatusCode, r.Header, string(b)}, err
+}
+
+func (o *operator) mustGet(t *testing.T, path string) response {
+	t.Helper()
+	r, err := o.get(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func suffix() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// createNode creates a Node with an ExternalIP, an egress one when egress.
+func createNode(t *testing.T, name, ip string, egress bool) *corev1.Node {
+	t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if egress {
+		n.Labels = map[string]string{crawlpod.EgressLabel: crawlpod.EgressValue}
+	}
+	if err := k8s.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k8s.Delete(ctx, n) })
+	setIP(t, n, ip)
+	return n
+}
+
+func setIP(t *testing.T, n *corev1.Node, ip string) {
+	t.Helper()
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.1.2.3"}, {Type: corev1.NodeExternalIP, Address: ip}}
+	if err := k8s.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func prefixes(t *testing.T, o *operator) []string {
+	t.Helper()
+	r := o.mustGet(t, "/bot/ips.json")
+	if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("ips.json: %d %v", r.status, r.header)
+	}
+	var list struct {
+		CreationTime string              `json:"creationTime"`
+		Prefixes     []map[string]string `json:"prefixes"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &list); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := time.Parse(time.RFC3339, list.CreationTime); err != nil {
+		t.Errorf("creationTime %q: %v", list.CreationTime, err)
+	}
+	out := []string{}
+	for _, p := range list.Prefixes {
+		out = append(out, p["ipv4Prefix"])
+	}
+	return out
+}
+
+func TestEgressSelfCheckDrivesCrawlsAndPublishedAddresses(t *testing.T) {
+	op := start(t, true)
+	s := suffix()
+	good, bad, plain := "good-"+s, "bad-"+s, "plain-"+s
+	createNode(t, good, "79.139.58.98", true)
+	badNode := createNode(t, bad, "203.0.113.10", true) // PTR under the bare company domain
+	createNode(t, plain, "192.0.2.50", false)
+
+	eventually(t, "both egress nodes checked", func() error {
+		if _, ok := op.ix.checker.Lookup(bad); !ok || !op.ix.EgressHealthy(good) {
+			return fmt.Errorf("results %+v", op.ix.checker.Results())
+		}
+		return nil
+	})
+	if op.ix.EgressHealthy(bad) || op.ix.EgressHealthy(plain) {
+		t.Errorf("failing or non-egress node is healthy: %+v", op.ix.checker.Results())
+	}
+	if got := prefixes(t, op); !reflect.DeepEqual(got, []string{"79.139.58.98/32"}) {
+		t.Errorf("ips.json lists %q, want only the verified egress node", got)
+	}
+	page := op.mustGet(t, "/bot")
+	if !strings.Contains(page.body, "<code>79.139.58.98</code>") || !strings.Contains(page.body, "crawler1.bot.lohisoft.com") ||
+		strings.Contains(page.body, "203.0.113.10") || strings.Contains(page.body, "192.0.2.50") {
+		t.Errorf("/bot does not show exactly the verified address and hostname")
+	}
+	for _, p := range []string{"/bot/ips.json/", "/bot//ips.json", "/bot/./ips.json", "/bot/ips.json/..", "/api/v1/search/", "/"} {
+		r := op.mustGet(t, p)
+		if r.status/100 == 3 || r.header.Get("Location") != "" || r.status != http.StatusNotFound {
+			t.Errorf("GET %s = %d (Location %q), want 404 without redirect", p, r.status, r.header.Get("Location"))
+		}
+	}
+
+	eventually(t, "Warning Event on the failing Node", func() error {
+		var list eventsv1.EventList
+		if err := k8s.List(ctx, &list); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Node" && e.Regarding.Name == bad && e.Type == corev1.EventTypeWarning && e.Reason == "FCrDNSFailed" &&
+				strings.Contains(e.Note, "does not end in .bot.lohisoft.com") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no FCrDNSFailed Warning for %s among %d events", bad, len(list.Items))
+	})
+	if v := gauge(t, "crawl_operator_egress_fcrdns_verified", bad); v != 0 {
+		t.Errorf("metric for the failing node = %v, want 0", v)
+	}
+	if v := gauge(t, "crawl_operator_egress_fcrdns_verified", good); v != 1 {
+		t.Errorf("metric for the passing node = %v, want 1", v)
+	}
+
+	// The failing node gets an address with correct DNS: checked at once,
+	// published, crawlable.
+	setIP(t, badNode, "198.51.100.14")
+	eventually(t, "fixed node published", func() error {
+		if got := prefixes(t, op); !reflect.DeepEqual(got, []string{"79.139.58.98/32", "198.51.100.14/32"}) {
+			return fmt.Errorf("ips.json lists %q", got)
+		}
+		return nil
+	})
+	if !op.ix.EgressHealthy(bad) {
+		t.Error("fixed node is not healthy")
+	}
+}
+
+func TestWithoutRequiredFCrDNSEveryEgressNodeCounts(t *testing.T) {
+	op := start(t, false)
+	s := suffix()
+	good, bad := "good-"+s, "bad-"+s
+	createNode(t, good, "79.139.58.98", true)
+	createNode(t, bad, "203.0.113.12", true) // no PTR at all
+	if !op.ix.EgressHealthy(bad) || !op.ix.EgressHealthy("never-seen") {
+		t.Error("with --require-egress-fcrdns off every node must be healthy")
+	}
+	eventually(t, "both listed", func() error {
+		if got := prefixes(t, op); !reflect.DeepEqual(got, []string{"79.139.58.98/32", "203.0.113.12/32"}) {
+			return fmt.Errorf("ips.json lists %q", got)
+		}
+		return nil
+	})
+	eventually(t, "failing node checked", func() error {
+		if _, ok := op.ix.checker.Lookup(bad); !ok {
+			return fmt.Errorf("not checked yet")
+		}
+		return nil
+	})
+	if page := op.mustGet(t, "/bot"); !strings.Contains(page.body, "<code>203.0.113.12</code></th><td>not verified") {
+		t.Error("/bot does not mark the unverified address")
+	}
+}
+
+// A SiteIndex written by a crawl becomes searchable; an Exclusion removes
+// every row of its domain and subdomains, and says how many.
+func TestSearchAndExclusionThroughTheAPI(t *testing.T) {
+	op := start(t, true)
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "index-"}}
+	if err := k8s.Create(ctx, nsObj); err != nil {
+		t.Fatal(err)
+	}
+	ns, domain := nsObj.Name, "d"+suffix()+".example"
+	for name, host := range map[string]string{"apex": domain, "www": "www." + domain, "other": "other-" + domain} {
+		ct := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: crawlv1.CrawlTargetSpec{URL: "https://" + host + "/"}}
+		if err := k8s.Create(ctx, ct); err != nil {
+			t.Fatal(err)
+		}
+		si := &crawlv1.SiteIndex{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: crawlv1.SiteIndexSpec{Site: "https://" + host + ":443"}}
+		if err := k8s.Create(ctx, si); err != nil {
+			t.Fatal(err)
+		}
+		now := metav1.Now()
+		si.Status = crawlv1.SiteIndexStatus{CrawledAt: &now, Complete: true, Pages: []crawlv1.IndexedPage{
+			{URL: "https://" + host + "/", StatusCode: 200, Title: "Kittiwake cliffs", Description: "Seabirds of " + host},
+		}}
+		if err := k8s.Status().Update(ctx, si); err != nil {
+			t.Fatal(err)
+		}
+	}
+	searchURLs := func() ([]string, error) {
+		r, err := op.get("/api/v1/search?q=" + url.QueryEscape("kittiwake") + "&limit=100")
+		if err != nil || r.status != http.StatusOK {
+			return nil, fmt.Errorf("search: %v %d %s", err, r.status, r.body)
+		}
+		var res api.SearchResponse
+		if err := json.Unmarshal([]byte(r.body), &res); err != nil {
+			return nil, err
+		}
+		var urls []string
+		for _, x := range res.Results {
+			urls = append(urls, x.URL)
+		}
+		return urls, nil
+	}
+	eventually(t, "crawled pages searchable", func() error {
+		if urls, err := searchURLs(); err != nil || len(urls) != 3 {
+			return fmt.Errorf("search = %q, %v", urls, err)
+		}
+		return nil
+	})
+
+	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "ex-"}, Spec: crawlv1.ExclusionSpec{Domain: domain, Reason: "asked by email"}}
+	if err := k8s.Create(ctx, ex); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k8s.Delete(ctx, ex) })
+	eventually(t, "only the other site left", func() error {
+		urls, err := searchURLs()
+		if err != nil || !reflect.DeepEqual(urls, []string{"https://other-" + domain + "/"}) {
+			return fmt.Errorf("search = %q, %v", urls, err)
+		}
+		return nil
+	})
+	for _, host := range []string{domain, "www." + domain} {
+		if r := op.mustGet(t, "/api/v1/sites/"+host+"/pages"); r.status != http.StatusNotFound {
+			t.Errorf("pages of excluded %s = %d %s, want 404", host, r.status, r.body)
+		}
+	}
+	eventually(t, "purge counted", func() error {
+		got := &crawlv1.Exclusion{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex), got); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, crawlv1.ConditionReady) || got.Status.PurgedPages != 2 {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		return nil
+	})
+}
+
+// gauge reads one series of a metric from controller-runtime's registry.
+func gauge(t *testing.T, name, node string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "node" && l.GetValue() == node {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{node=%q}", name, node)
+	return 0
+}

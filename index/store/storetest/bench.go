@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,9 +24,6 @@ const (
 // searches of words of different frequency. Words follow a Zipf law like
 // real text, so "common" matches thousands of pages and "rare" a few.
 func BenchmarkSearch(b *testing.B, s store.Store) {
-	start := time.Now()
-	FillCorpus(b, s)
-	b.Logf("corpus of %d pages written in %s", BenchSites*BenchPagesPerSite, time.Since(start).Round(time.Second))
 	queries := []struct{ name, q string }{
 		{"common-word", word(1)},
 		{"mid-word", word(200)},
@@ -33,7 +31,14 @@ func BenchmarkSearch(b *testing.B, s store.Store) {
 		{"two-words", word(3) + " " + word(40)},
 		{"no-match", "zzzzunknownword"},
 	}
-	for _, q := range queries {
+	texts := make([]string, len(queries))
+	for i, q := range queries {
+		texts[i] = q.q
+	}
+	start := time.Now()
+	matching := FillCorpus(b, s, texts...)
+	b.Logf("corpus of %d pages written in %s", BenchSites*BenchPagesPerSite, time.Since(start).Round(time.Second))
+	for i, q := range queries {
 		res, err := s.Search(ctx, q.q, store.DefaultLimit)
 		if err != nil {
 			b.Fatalf("Search(%q): %v", q.q, err)
@@ -41,6 +46,7 @@ func BenchmarkSearch(b *testing.B, s store.Store) {
 		b.Run(q.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.ReportMetric(float64(len(res)), "results")
+			b.ReportMetric(float64(matching[i]), "matching-pages")
 			for b.Loop() {
 				if _, err := s.Search(ctx, q.q, store.DefaultLimit); err != nil {
 					b.Fatal(err)
@@ -51,8 +57,34 @@ func BenchmarkSearch(b *testing.B, s store.Store) {
 }
 
 // FillCorpus writes the benchmark corpus through ReplaceSite, the way the
-// syncer writes, cross-site links included.
-func FillCorpus(tb testing.TB, s store.Store) {
+// syncer writes, cross-site links included, and returns for each query how
+// many pages contain all its words (link texts from other sites included).
+func FillCorpus(tb testing.TB, s store.Store, queries ...string) []int {
+	// One bit per query word, per page: a page matches when its own fields
+	// and the links into it together hold every word.
+	terms := make([][]string, len(queries))
+	for i, q := range queries {
+		terms[i] = store.Terms(q)
+	}
+	masks := make([]map[string]uint64, len(queries))
+	for i := range masks {
+		masks[i] = map[string]uint64{}
+	}
+	mark := func(url string, texts ...string) {
+		words := map[string]bool{}
+		for _, t := range texts {
+			for _, w := range store.Words(t) {
+				words[w] = true
+			}
+		}
+		for i, ts := range terms {
+			for j, t := range ts {
+				if words[t] {
+					masks[i][url] |= 1 << j
+				}
+			}
+		}
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	zipf := rand.NewZipf(rand.New(rand.NewPCG(3, 4)), 1.1, 1, benchVocabulary-1)
 	text := func(n int) string {
@@ -73,27 +105,40 @@ func FillCorpus(tb testing.TB, s store.Store) {
 		host := fmt.Sprintf("site%d.example", i)
 		d := store.SiteDoc{Source: "bench/" + host, Site: "https://" + host + ":443", CrawledAt: t0}
 		for j := range BenchPagesPerSite {
-			d.Pages = append(d.Pages, store.Page{
+			p := store.Page{
 				URL: fmt.Sprintf("https://%s/page/%d", host, j), StatusCode: 200,
 				Title: text(6), Description: text(25),
 				H1: list(1, 5), H2: list(3, 5), H3: list(2, 4), Anchors: list(2, 3),
 				FetchedAt: t0,
-			})
+			}
+			mark(p.URL, slices.Concat([]string{p.Title, p.Description}, p.H1, p.H2, p.H3, p.Anchors)...)
+			d.Pages = append(d.Pages, p)
 		}
 		for range benchLinksPerSite {
 			other := rng.IntN(BenchSites)
 			if other == i {
 				continue
 			}
-			d.Links = append(d.Links, store.Link{
+			l := store.Link{
 				URL:     fmt.Sprintf("https://site%d.example/page/%d", other, rng.IntN(BenchPagesPerSite)),
 				Anchors: list(1, 3),
-			})
+			}
+			mark(l.URL, l.Anchors...)
+			d.Links = append(d.Links, l)
 		}
 		if err := s.ReplaceSite(ctx, d); err != nil {
 			tb.Fatalf("fill corpus: %v", err)
 		}
 	}
+	counts := make([]int, len(queries))
+	for i, ts := range terms {
+		for _, m := range masks[i] {
+			if len(ts) > 0 && m == 1<<len(ts)-1 {
+				counts[i]++
+			}
+		}
+	}
+	return counts
 }
 
 // word returns the n-th word of the synthetic vocabulary: pronounceable,

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,6 +52,10 @@ type Options struct {
 	// RequireEgressFCrDNS keeps crawls off egress nodes that fail the
 	// self-check, and leaves them out of /bot and /bot/ips.json.
 	RequireEgressFCrDNS bool
+	// ExpectedEgressIPs, when not empty, are the only addresses crawls may
+	// come from (the manager's --expected-egress-ips); other egress nodes
+	// are left out of /bot and /bot/ips.json too.
+	ExpectedEgressIPs []string
 	// DNSServer (host:port) answers the self-check's lookups instead of the
 	// system resolver; for tests.
 	DNSServer string
@@ -60,11 +65,12 @@ type Options struct {
 
 // Index is the running index.
 type Index struct {
-	store   store.Store
-	syncer  *syncer.Syncer
-	checker *egress.Checker
-	require bool
-	handler http.Handler
+	store    store.Store
+	syncer   *syncer.Syncer
+	checker  *egress.Checker
+	require  bool
+	expected []string
+	handler  http.Handler
 }
 
 // Setup opens the backend (running its migrations) and registers the
@@ -87,9 +93,10 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 		return nil, err
 	}
 	ix := &Index{
-		store:   st,
-		syncer:  &syncer.Syncer{Client: mgr.GetClient(), Store: st},
-		require: opts.RequireEgressFCrDNS,
+		store:    st,
+		syncer:   &syncer.Syncer{Client: mgr.GetClient(), Store: st},
+		require:  opts.RequireEgressFCrDNS,
+		expected: opts.ExpectedEgressIPs,
 		checker: &egress.Checker{
 			Client:   mgr.GetClient(),
 			Resolver: verify.ResolverFor(opts.DNSServer),
@@ -185,18 +192,20 @@ func (ix *Index) egressSource(c client.Reader) botpage.Source {
 		if err := c.List(ctx, &nodes, client.MatchingLabels{crawlpod.EgressLabel: crawlpod.EgressValue}); err != nil {
 			return nil, fmt.Errorf("list egress Nodes: %w", err)
 		}
-		return Published(nodes.Items, ix.checker.Lookup, ix.require), nil
+		return Published(nodes.Items, ix.checker.Lookup, ix.require, ix.expected), nil
 	}
 }
 
-// Published decides which egress addresses the bot publishes: every
-// labelled Node's IPv4 ExternalIP, with the hostname the self-check
-// verified for that very address. With requireFCrDNS, an address without a
-// verified hostname is left out, because no crawl comes from it. Nodes that
-// are NotReady or cordoned stay listed: the address is still the bot's,
-// crawls running there still come from it, and a list that flaps with node
-// health would make site owners' firewalls flap too.
-func Published(nodes []corev1.Node, lookup func(node string) (egress.Result, bool), requireFCrDNS bool) []botpage.Egress {
+// Published decides which egress addresses the bot publishes: exactly those
+// crawls can come from. That is every labelled Node's IPv4 ExternalIP, with
+// the hostname the self-check verified for that very address, less (with
+// requireFCrDNS) addresses without a verified hostname and (with expected
+// not empty) addresses not in expected, because the CrawlTarget reconciler
+// sends no crawl there. Nodes that are NotReady or cordoned stay listed:
+// the address is still the bot's, crawls running there still come from it,
+// and a list that flaps with node health would make site owners' firewalls
+// flap too.
+func Published(nodes []corev1.Node, lookup func(node string) (egress.Result, bool), requireFCrDNS bool, expected []string) []botpage.Egress {
 	var out []botpage.Egress
 	for i := range nodes {
 		n := &nodes[i]
@@ -204,7 +213,7 @@ func Published(nodes []corev1.Node, lookup func(node string) (egress.Result, boo
 			continue
 		}
 		ip := controllers.ExternalIPv4(n)
-		if ip == "" {
+		if ip == "" || (len(expected) > 0 && !slices.Contains(expected, ip)) {
 			continue
 		}
 		var hostname string

@@ -125,30 +125,30 @@ func (id *Identity) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&id.Contact, "bot-contact", id.Contact, "Contact email address for site owners, as stated on /bot.")
 	fs.StringVar(&id.HostnameSuffix, "bot-hostname-suffix", id.HostnameSuffix, "DNS suffix every egress node's PTR name must end in (FCrDNS), with a leading dot.")
 	fs.StringVar(&id.IPsURL, "bot-ips-url", id.IPsURL, "Public URL of the bot's IP list, as linked from /bot.")
-	fs.Var(&listFlag{list: &id.OtherUserAgents}, "bot-legacy-user-agent",
-		"An older user-agent that is still legitimate; repeat for several. The first use replaces the default; an empty value lists none.")
+	fs.Var(&listFlag{list: &id.OtherUserAgents}, "bot-legacy-user-agents",
+		"Comma-separated older user-agents that are still legitimate; empty lists none.")
 }
 
-// listFlag is a repeatable string flag whose first Set replaces the default.
+// listFlag is a comma-separated list flag. A user-agent containing a comma
+// cannot be given this way; Validate then reports the pieces, which do not
+// start with the product token.
 type listFlag struct {
 	list *[]string
-	set  bool
 }
 
 func (f *listFlag) String() string {
 	if f == nil || f.list == nil {
 		return ""
 	}
-	return strings.Join(*f.list, " | ")
+	return strings.Join(*f.list, ",")
 }
 
 func (f *listFlag) Set(v string) error {
-	if !f.set {
-		*f.list = nil
-		f.set = true
-	}
-	if v = strings.TrimSpace(v); v != "" {
-		*f.list = append(*f.list, v)
+	*f.list = nil
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			*f.list = append(*f.list, item)
+		}
 	}
 	return nil
 }

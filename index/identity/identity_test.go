@@ -57,7 +57,7 @@ func TestBindFlags(t *testing.T) {
 	id.BindFlags(fs)
 	if err := fs.Parse([]string{"--bot-operator=Example Ltd", "--bot-contact=a@example.org", "--bot-hostname-suffix=.crawl.example.org",
 		"--bot-ips-url=https://example.org/ips.json",
-		"--bot-legacy-user-agent=LohiSoftBot/0.9", "--bot-legacy-user-agent=LohiSoftBot/0.8 (+a@example.org)"}); err != nil {
+		"--bot-legacy-user-agents=LohiSoftBot/0.9, LohiSoftBot/0.8 (+a@example.org)"}); err != nil {
 		t.Fatal(err)
 	}
 	if id.Operator != "Example Ltd" || id.Contact != "a@example.org" || id.HostnameSuffix != ".crawl.example.org" ||
@@ -69,8 +69,18 @@ func TestBindFlags(t *testing.T) {
 	id = Default()
 	fs = flag.NewFlagSet("manager", flag.ContinueOnError)
 	id.BindFlags(fs)
-	if err := fs.Parse([]string{"--bot-legacy-user-agent="}); err != nil || len(id.OtherUserAgents) != 0 {
-		t.Errorf("--bot-legacy-user-agent= left %q (%v)", id.OtherUserAgents, err)
+	if err := fs.Parse([]string{"--bot-legacy-user-agents="}); err != nil || len(id.OtherUserAgents) != 0 {
+		t.Errorf("--bot-legacy-user-agents= left %q (%v)", id.OtherUserAgents, err)
+	}
+	// A comma inside a user-agent splits it, and validation says so.
+	id = Default()
+	fs = flag.NewFlagSet("manager", flag.ContinueOnError)
+	id.BindFlags(fs)
+	if err := fs.Parse([]string{"--bot-legacy-user-agents=LohiSoftBot/0.9 (compatible, +a@example.org)"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Validate(); err == nil {
+		t.Errorf("a user-agent split at its comma passed validation: %q", id.OtherUserAgents)
 	}
 	// Without flags the defaults stay.
 	id = Default()

@@ -32,13 +32,13 @@ import (
 
 var repoRoot = filepath.Join("..", "..")
 
-type cluster struct {
+type controlPlane struct {
 	kubeconfig string
 	kubectl    string
 	client     client.Client
 }
 
-func startControlPlane(t *testing.T) *cluster {
+func startControlPlane(t *testing.T) *controlPlane {
 	t.Helper()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
@@ -73,12 +73,12 @@ func startControlPlane(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &cluster{kubeconfig: path, kubectl: filepath.Join(assets, "kubectl"), client: c}
+	return &controlPlane{kubeconfig: path, kubectl: filepath.Join(assets, "kubectl"), client: c}
 }
 
 // kubectl runs kubectl against the cluster with stdin, returning combined
 // output and the error.
-func (c *cluster) run(stdin string, args ...string) (string, error) {
+func (c *controlPlane) run(stdin string, args ...string) (string, error) {
 	cmd := exec.Command(c.kubectl, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -86,7 +86,7 @@ func (c *cluster) run(stdin string, args ...string) (string, error) {
 	return string(out), err
 }
 
-func (c *cluster) mustRun(t *testing.T, stdin string, args ...string) string {
+func (c *controlPlane) mustRun(t *testing.T, stdin string, args ...string) string {
 	t.Helper()
 	out, err := c.run(stdin, args...)
 	if err != nil {
@@ -119,7 +119,7 @@ func freeAddr(t *testing.T) string {
 
 // startManager runs bin/manager against the cluster and returns the base
 // URL of its results endpoint.
-func startManager(t *testing.T, c *cluster, binary string) string {
+func startManager(t *testing.T, c *controlPlane, binary string) string {
 	t.Helper()
 	results := freeAddr(t)
 	var logs bytes.Buffer

@@ -8,7 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +26,9 @@ import (
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/controllers"
+	"github.com/lohisoft/crawl-operator/crawler/engine"
+	"github.com/lohisoft/crawl-operator/index"
+	"github.com/lohisoft/crawl-operator/index/identity"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/results"
 )
@@ -41,6 +46,9 @@ type options struct {
 	crawlDeadline     time.Duration
 	userAgent         string
 	allowPrivate      bool
+	expectedIPs       string
+
+	index index.Options
 }
 
 func main() {
@@ -56,8 +64,16 @@ func main() {
 	flag.IntVar(&o.maxCrawlsPerNode, "max-crawls-per-node", 4, "Most crawls running at once on one egress node.")
 	flag.DurationVar(&o.minCrawlDelay, "min-crawl-delay", time.Second, "Floor applied to spec.delay: the least gap between two requests to a site.")
 	flag.DurationVar(&o.crawlDeadline, "crawl-deadline", 30*time.Minute, "activeDeadlineSeconds of crawler Pods.")
-	flag.StringVar(&o.userAgent, "crawler-user-agent", "", "User-Agent crawler Pods send (default: the crawler's own default).")
+	flag.StringVar(&o.userAgent, "crawler-user-agent", engine.DefaultUserAgent, "User-Agent crawler Pods send; /bot states it as the current one.")
 	flag.BoolVar(&o.allowPrivate, "crawler-allow-private", false, "Let crawlers fetch private and loopback addresses. Local demos and tests only.")
+	flag.StringVar(&o.expectedIPs, "expected-egress-ips", "", "Comma-separated public IPv4 addresses published to site owners; egress nodes with another ExternalIP get no crawls (empty: any).")
+	flag.StringVar(&o.index.Storage, "storage", index.DefaultStorage, "Index backend: sqlite:///path/to/index.db or postgres://user@host:5432/db.")
+	flag.StringVar(&o.index.BindAddress, "index-bind-address", index.DefaultBindAddress, "Address of the search API, /bot and /bot/ips.json.")
+	flag.BoolVar(&o.index.RequireEgressFCrDNS, "require-egress-fcrdns", false, "Give no crawls to egress nodes whose IP fails forward-confirmed reverse DNS (the chart turns it on).")
+	flag.StringVar(&o.index.DNSServer, "egress-dns-server", "", "DNS server (host:port) for the egress FCrDNS self-check (default: the system resolver).")
+	flag.DurationVar(&o.index.CheckInterval, "egress-check-interval", 10*time.Minute, "Time between FCrDNS self-checks of an egress node.")
+	o.index.Identity = identity.Default()
+	o.index.Identity.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -76,6 +92,13 @@ func run(o options) error {
 	if o.minCrawlDelay < 0 {
 		return errors.New("--min-crawl-delay must not be negative")
 	}
+	expected, err := parseIPv4List(o.expectedIPs)
+	if err != nil {
+		return fmt.Errorf("--expected-egress-ips: %w", err)
+	}
+	// The page states what the Pods send: one value for both.
+	o.index.Identity.UserAgent = o.userAgent
+	o.index.ExpectedEgressIPs = expected
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(crawlv1.AddToScheme(scheme))
@@ -95,7 +118,16 @@ func run(o options) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 
-	resources := crawlpod.DefaultResources()
+	ix, err := index.Setup(mgr, o.index)
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+
+	expectedSet := map[string]bool{}
+	for _, ip := range expected {
+		expectedSet[ip] = true
+	}
 	if err := (&controllers.CrawlTargetReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -109,16 +141,18 @@ func run(o options) error {
 			MinDelay:        o.minCrawlDelay,
 			UserAgent:       o.userAgent,
 			ActiveDeadline:  o.crawlDeadline,
-			Resources:       resources,
+			Resources:       crawlpod.DefaultResources(),
 			AllowPrivate:    o.allowPrivate,
 		},
 		MaxCrawlsPerNode: o.maxCrawlsPerNode,
+		Egress:           controllers.EgressFilter{Healthy: ix.EgressHealthy, ExpectedIPs: expectedSet},
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up CrawlTarget controller: %w", err)
 	}
 	if err := (&controllers.ExclusionReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("exclusion-controller"),
+		Purger:   ix,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up Exclusion controller: %w", err)
 	}
@@ -143,6 +177,22 @@ func run(o options) error {
 	ctrl.Log.Info("starting manager", "resultsURL", o.resultsURL, "crawlerImage", o.crawlerImage,
 		"maxCrawlsPerNode", o.maxCrawlsPerNode, "minCrawlDelay", o.minCrawlDelay)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// parseIPv4List parses a comma-separated list of IPv4 addresses.
+func parseIPv4List(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		ip, err := netip.ParseAddr(f)
+		if err != nil || !ip.Is4() {
+			return nil, fmt.Errorf("%q is not an IPv4 address", f)
+		}
+		out = append(out, ip.String())
+	}
+	return out, nil
 }
 
 // httpRunnable serves an HTTP handler for as long as the manager runs, on

@@ -191,15 +191,21 @@ func startSite(t *testing.T, ip string, pages int, perRequest time.Duration) *te
 		}
 		s.requests.Add(1)
 		time.Sleep(perRequest)
-		var n int
-		if _, err := fmt.Sscanf(r.URL.Path, "/page-%d", &n); err != nil && r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
+		n := 0
+		if r.URL.Path != "/" {
+			if _, err := fmt.Sscanf(r.URL.Path, "/page-%d", &n); err != nil || n <= 0 || n >= pages {
+				http.NotFound(w, r)
+				return
+			}
+		}
+		next := "/"
+		if n+1 < pages {
+			next = fmt.Sprintf("/page-%d", n+1)
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<html><head><title>Page %d of the %s site</title><meta name="description" content="Description %d"></head>
-<body><h1>Heading %d</h1><p>%s</p><a href="/page-%d">next page %d</a> <a href="/private">private</a></body></html>`,
-			n, ip, n, n, bodyMarker, (n+1)%pages, (n+1)%pages)
+<body><h1>Heading %d</h1><p>%s</p><a href="%s">next page</a> <a href="/private">private</a></body></html>`,
+			n, ip, n, n, bodyMarker, next)
 	})}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -430,9 +436,12 @@ spec: {domain: "%s", reason: e2e}
 			}
 			return nil
 		})
-		out := c.mustKubectl(t, "", "get", "exclusions")
-		if !strings.Contains(out, "127.0.0.2") || !strings.Contains(out, "6") {
-			t.Errorf("kubectl get exclusions:\n%s", out)
+		ex := &crawlv1.Exclusion{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: "ex-127-0-0-2"}, ex); err != nil {
+			t.Fatal(err)
+		}
+		if ex.Status.MatchedTargets != 1 || ex.Status.PurgedPages != 6 {
+			t.Errorf("Exclusion status = %+v, want 1 target and its 6 pages purged", ex.Status)
 		}
 	})
 }

@@ -33,6 +33,8 @@ const (
 	siteIndexField = "crawl.lohisoft.com/site"
 
 	waitRequeue = 15 * time.Second
+	// conflictRequeue is short: the cache catches up within milliseconds.
+	conflictRequeue = 200 * time.Millisecond
 	// finishedPodsKept is how many finished crawler Pods stay for their logs.
 	finishedPodsKept = 3
 )
@@ -103,7 +105,14 @@ func (r *CrawlTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 	defer func() {
 		r.renderStatus(before, s)
-		if err := r.Status().Patch(ctx, ct, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		// The optimistic lock refuses a status computed from a stale cache;
+		// the retry then sees what the previous reconcile wrote.
+		err := r.Status().Patch(ctx, ct, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case apierrors.IsConflict(err):
+			result, retErr = ctrl.Result{RequeueAfter: conflictRequeue}, nil
+			return
+		case err != nil && !apierrors.IsNotFound(err):
 			retErr = errors.Join(retErr, fmt.Errorf("patch status: %w", err))
 		}
 		if ctx.Err() != nil {
@@ -376,6 +385,12 @@ func (r *CrawlTargetReconciler) startCrawl(ctx context.Context, s *targetScope) 
 	if err != nil {
 		return false, err
 	}
+	if own := fleet.byTarget[s.ct.UID]; own != nil {
+		// The cache is behind: this target's crawl is already running.
+		s.active = own
+		s.requeueAfter(time.Second)
+		return true, nil
+	}
 	if other, busy := fleet.busyHosts[crawlpod.HostHash(s.site.Host)]; busy {
 		s.verdict.wait = reason{crawlv1.ReasonWaitingForCapacity,
 			fmt.Sprintf("host %s is being crawled by Pod %s; one crawl per host at a time", s.site.Host, other)}
@@ -466,6 +481,7 @@ func (r *CrawlTargetReconciler) runToken(ctx context.Context, run crawlpod.Run) 
 type fleetLoad struct {
 	perNode   map[string]int
 	busyHosts map[string]string // host hash -> namespace/pod
+	byTarget  map[types.UID]*corev1.Pod
 }
 
 // fleet reads crawler Pods from the API server, not the cache: two targets
@@ -477,7 +493,7 @@ func (r *CrawlTargetReconciler) fleet(ctx context.Context) (fleetLoad, error) {
 	}); err != nil {
 		return fleetLoad{}, fmt.Errorf("list crawler Pods: %w", err)
 	}
-	f := fleetLoad{perNode: map[string]int{}, busyHosts: map[string]string{}}
+	f := fleetLoad{perNode: map[string]int{}, busyHosts: map[string]string{}, byTarget: map[types.UID]*corev1.Pod{}}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if crawlpod.Finished(p) {
@@ -486,6 +502,7 @@ func (r *CrawlTargetReconciler) fleet(ctx context.Context) (fleetLoad, error) {
 		// Terminating Pods still hold their slot and their host.
 		f.perNode[p.Annotations[crawlpod.AnnotationEgressNode]]++
 		f.busyHosts[p.Labels[crawlpod.LabelHostHash]] = p.Namespace + "/" + p.Name
+		f.byTarget[types.UID(p.Labels[crawlpod.LabelTargetUID])] = p
 	}
 	return f, nil
 }

@@ -60,7 +60,7 @@ func TestKstatusHealth(t *testing.T) {
 	waitPod(t, ct, 2)
 	consistently(t, "healthy during the recrawl", time.Second, func() error {
 		if got := kstatusOf(t, ct); got != status.CurrentStatus {
-			return fmt.Errorf("kstatus = %s", got)
+			return fmt.Errorf("kstatus = %s, status %+v", got, getTarget(t, ct).Status)
 		}
 		return nil
 	})

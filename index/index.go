@@ -6,9 +6,7 @@ package index
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,6 +29,7 @@ import (
 	"github.com/lohisoft/crawl-operator/index/store/sqlite"
 	"github.com/lohisoft/crawl-operator/index/syncer"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/httpserver"
 )
 
 // Defaults of Options.
@@ -112,7 +111,9 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 	setup := []func() error{
 		func() error { return ix.syncer.SetupWithManager(mgr) },
 		func() error { return ix.checker.SetupWithManager(mgr) },
-		func() error { return mgr.Add(&server{addr: opts.BindAddress, handler: ix.handler}) },
+		func() error {
+			return mgr.Add(&httpserver.Runnable{Name: "index", Addr: opts.BindAddress, Handler: ix.handler})
+		},
 	}
 	for _, f := range setup {
 		if err := f(); err != nil {
@@ -226,37 +227,4 @@ func Published(nodes []corev1.Node, lookup func(node string) (egress.Result, boo
 		out = append(out, botpage.Egress{IP: ip, Hostname: hostname})
 	}
 	return out
-}
-
-// server serves the index's HTTP handler on every replica: the API and the
-// bot pages need no leadership.
-type server struct {
-	addr    string
-	handler http.Handler
-}
-
-func (s *server) NeedLeaderElection() bool { return false }
-
-func (s *server) Start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.addr)
-	if err != nil {
-		return fmt.Errorf("index endpoint: %w", err)
-	}
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 64 << 10}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	ctrl.Log.Info("serving", "endpoint", "index", "address", ln.Addr().String())
-	select {
-	case err := <-errc:
-		return fmt.Errorf("index endpoint: %w", err)
-	case <-ctx.Done():
-		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"os"
 	"strings"
@@ -30,6 +29,7 @@ import (
 	"github.com/lohisoft/crawl-operator/index"
 	"github.com/lohisoft/crawl-operator/index/identity"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/httpserver"
 	"github.com/lohisoft/crawl-operator/internal/results"
 )
 
@@ -96,8 +96,10 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("--expected-egress-ips: %w", err)
 	}
-	// The page states what the Pods send: one value for both.
+	// The page states what the Pods send and the token robots.txt groups
+	// must name: one value for both.
 	o.index.Identity.UserAgent = o.userAgent
+	o.index.Identity.ProductToken = engine.TokenFor(o.userAgent)
 	o.index.ExpectedEgressIPs = expected
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -165,7 +167,7 @@ func run(o options) error {
 			return controllers.Excluded(ctx, mgr.GetClient(), host)
 		},
 	}
-	if err := mgr.Add(&httpRunnable{name: "results", addr: o.resultsAddr, handler: resultsServer.Handler()}); err != nil {
+	if err := mgr.Add(&httpserver.Runnable{Name: "results", Addr: o.resultsAddr, Handler: resultsServer.Handler()}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -193,30 +195,4 @@ func parseIPv4List(s string) ([]string, error) {
 		out = append(out, ip.String())
 	}
 	return out, nil
-}
-
-// httpRunnable serves an HTTP handler for as long as the manager runs, on
-// every replica: crawler Pods may report to any of them.
-type httpRunnable struct {
-	name    string
-	addr    string
-	handler http.Handler
-}
-
-func (h *httpRunnable) NeedLeaderElection() bool { return false }
-
-func (h *httpRunnable) Start(ctx context.Context) error {
-	srv := &http.Server{Addr: h.addr, Handler: h.handler, ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout: time.Minute, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	ctrl.Log.Info("serving", "endpoint", h.name, "address", h.addr)
-	select {
-	case err := <-errc:
-		return fmt.Errorf("%s endpoint: %w", h.name, err)
-	case <-ctx.Done():
-		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return srv.Shutdown(shutdown)
-	}
 }

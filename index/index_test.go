@@ -34,8 +34,8 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 	"github.com/lohisoft/crawl-operator/index/api"
 	"github.com/lohisoft/crawl-operator/index/identity"
-	"github.com/lohisoft/crawl-operator/index/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/testenv"
 )
 
 var (

@@ -16,9 +16,9 @@ import (
 	"github.com/lohisoft/crawl-operator/index/botpage"
 	"github.com/lohisoft/crawl-operator/index/egress"
 	"github.com/lohisoft/crawl-operator/index/identity"
-	"github.com/lohisoft/crawl-operator/index/internal/testenv"
 	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/testenv"
 )
 
 func TestOpenStore(t *testing.T) {

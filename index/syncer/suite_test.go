@@ -19,9 +19,9 @@ import (
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/controllers"
-	"github.com/lohisoft/crawl-operator/index/internal/testenv"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/index/store/sqlite"
+	"github.com/lohisoft/crawl-operator/internal/testenv"
 )
 
 // The suite runs one kube-apiserver and etcd (envtest) and, per test,

@@ -2,7 +2,6 @@ package chart
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/site"
+	"github.com/lohisoft/crawl-operator/internal/testenv"
 )
 
 // warnings collects API server warnings, e.g. "would violate PodSecurity".
@@ -46,14 +46,7 @@ func (w *warnings) take() []string {
 // and namespaces that enforce the restricted Pod Security level.
 func apiServer(t *testing.T) (client.Client, *warnings, string) {
 	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(repoRoot, "bin", "k8s")
-	}
-	assets, _ = filepath.Abs(assets)
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		t.Fatalf("control-plane binaries missing in %s: run `make k8s-bin`", assets)
-	}
+	assets := testenv.MustAssets(t, repoRoot)
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases"), filepath.Join("testdata", "servicemonitor-crd.yaml")},

@@ -25,6 +25,7 @@ import (
 	"github.com/lohisoft/crawl-operator/hack/devcluster/agent"
 	"github.com/lohisoft/crawl-operator/hack/devcluster/cluster"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
@@ -39,14 +40,7 @@ type localCluster struct {
 
 func startLocalCluster(t *testing.T) *localCluster {
 	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(repoRoot, "bin", "k8s")
-	}
-	assets, _ = filepath.Abs(assets)
-	if _, err := os.Stat(filepath.Join(assets, "kube-scheduler")); err != nil {
-		t.Fatalf("control-plane binaries missing in %s: run `make k8s-bin`", assets)
-	}
+	assets := testenv.MustAssets(t, repoRoot)
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := cluster.Start(ctx, cluster.Options{BinDir: assets, Dir: dir})

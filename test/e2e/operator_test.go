@@ -27,6 +27,7 @@ import (
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
@@ -40,14 +41,7 @@ type controlPlane struct {
 
 func startControlPlane(t *testing.T) *controlPlane {
 	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(repoRoot, "bin", "k8s")
-	}
-	assets, _ = filepath.Abs(assets)
-	if _, err := os.Stat(filepath.Join(assets, "kubectl")); err != nil {
-		t.Fatalf("control-plane binaries missing in %s: run `make k8s-bin`", assets)
-	}
+	assets := testenv.MustAssets(t, repoRoot)
 	env := &envtest.Environment{BinaryAssetsDirectory: assets}
 	cfg, err := env.Start()
 	if err != nil {

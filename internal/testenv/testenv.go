@@ -1,0 +1,100 @@
+// Package testenv starts the envtest control plane (kube-apiserver and etcd
+// from bin/k8s) for the test suites. Without the binaries it fails loudly
+// and says how to build them: tests never download anything.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+)
+
+// Scheme knows the built-in kinds and the crawl.lohisoft.com ones.
+var Scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
+	utilruntime.Must(crawlv1.AddToScheme(Scheme))
+}
+
+// Assets returns the absolute directory of the control-plane binaries:
+// $KUBEBUILDER_ASSETS, or bin/k8s of the repository at root.
+func Assets(root string) (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(root, "bin", "k8s")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for _, bin := range []string{"etcd", "kube-apiserver", "kubectl"} {
+		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
+			return "", fmt.Errorf("control-plane binaries missing in %s: run `make k8s-bin` (or `make test`, which does)", dir)
+		}
+	}
+	return dir, nil
+}
+
+// MustAssets is Assets for a test: it fails the test when they are missing.
+func MustAssets(t testing.TB, root string) string {
+	t.Helper()
+	dir, err := Assets(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// SetLogger logs errors only, or everything when TEST_VERBOSE_LOGS is set.
+func SetLogger() {
+	level := zapcore.ErrorLevel
+	if os.Getenv("TEST_VERBOSE_LOGS") != "" {
+		level = zapcore.DebugLevel
+	}
+	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(level)))
+}
+
+// Run starts the control plane with the CRDs of the repository at root,
+// stores its config in *cfg and a client in *c, runs the tests and stops
+// it. It returns the exit code for os.Exit.
+func Run(m *testing.M, root string, cfg **rest.Config, c *client.Client) int {
+	SetLogger()
+	assets, err := Assets(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	if *cfg, err = env.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "start envtest:", err)
+		return 1
+	}
+	code := 1
+	if *c, err = client.New(*cfg, client.Options{Scheme: Scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, "client:", err)
+	} else {
+		code = m.Run()
+	}
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop envtest:", err)
+	}
+	return code
+}

@@ -1,6 +1,10 @@
 package robots
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/lohisoft/crawl-operator/crawler/internal/percent"
+)
 
 // normalisePattern and normalisePath put a robots.txt pattern and a URL path
 // into one canonical octet form before matching, as RFC 9309 §2.2.2 asks:
@@ -38,9 +42,9 @@ func canonical(s string) string {
 		case c == '?':
 			inQuery = true
 			b.WriteByte(c)
-		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
-			v := unhex(s[i+1])<<4 | unhex(s[i+2])
-			if isUnreserved(v) || inQuery && (v == ':' || v == '/' || v == '?' || v == '@') {
+		case c == '%' && i+2 < len(s) && percent.IsHex(s[i+1]) && percent.IsHex(s[i+2]):
+			v := percent.Unhex(s[i+1])<<4 | percent.Unhex(s[i+2])
+			if percent.IsUnreserved(v) || inQuery && (v == ':' || v == '/' || v == '?' || v == '@') {
 				b.WriteByte(v)
 			} else {
 				b.WriteByte('%')
@@ -66,24 +70,4 @@ func needsCanonical(s string) bool {
 		}
 	}
 	return false
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
-	default:
-		return c - 'A' + 10
-	}
-}
-
-func isUnreserved(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '-' || c == '.' || c == '_' || c == '~'
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/idna"
+
+	"github.com/lohisoft/crawl-operator/crawler/internal/percent"
 )
 
 // ErrIPv6 is returned for IPv6 literal hosts: LohiSoftBot makes no requests
@@ -207,9 +209,9 @@ func canonicalEscapes(s string) string {
 	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
-			v := unhex(s[i+1])<<4 | unhex(s[i+2])
-			if isUnreserved(v) {
+		if c == '%' && i+2 < len(s) && percent.IsHex(s[i+1]) && percent.IsHex(s[i+2]) {
+			v := percent.Unhex(s[i+1])<<4 | percent.Unhex(s[i+2])
+			if percent.IsUnreserved(v) {
 				b.WriteByte(v)
 			} else {
 				b.WriteByte('%')
@@ -221,24 +223,4 @@ func canonicalEscapes(s string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
-	default:
-		return c - 'A' + 10
-	}
-}
-
-func isUnreserved(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '-' || c == '.' || c == '_' || c == '~'
 }

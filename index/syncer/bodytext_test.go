@@ -14,6 +14,7 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/result"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/testsite"
 	"github.com/lohisoft/crawl-operator/index/store/sqlstore"
+	"github.com/lohisoft/crawl-operator/index/store/storetest"
 	"github.com/lohisoft/crawl-operator/internal/results"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
@@ -63,37 +64,14 @@ func TestBodyTextIsStoredNowhere(t *testing.T) {
 	eventually(t, "link text indexed", searchFor(st, "second", ts.URL+"/second"))
 
 	db := st.(*sqlstore.Store).DB()
-	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_schema WHERE type = 'table'")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tables []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		tables = append(tables, n)
-	}
-	rows.Close()
+	tables := storetest.TableNames(t, db, "SELECT name FROM sqlite_schema WHERE type = 'table'")
+	dump := storetest.DumpTables(t, db, tables, func(table string) string { return `SELECT * FROM "` + table + `"` })
 	marker := []byte(strings.ToLower(bodyMarker))
 	var sawTitle bool
 	for _, table := range tables {
-		r, err := db.QueryContext(ctx, `SELECT * FROM "`+table+`"`)
-		if err != nil {
-			t.Fatalf("read %s: %v", table, err)
-		}
-		cols, _ := r.Columns()
-		for r.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := r.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			for i, v := range vals {
+		cols := dump[table].Columns
+		for _, row := range dump[table].Rows {
+			for i, v := range row {
 				var b []byte
 				switch v := v.(type) {
 				case string:
@@ -108,7 +86,6 @@ func TestBodyTextIsStoredNowhere(t *testing.T) {
 				sawTitle = sawTitle || bytes.Contains(b, []byte("cormorant colony"))
 			}
 		}
-		r.Close()
 	}
 	if !sawTitle {
 		t.Errorf("the dump of tables %v never showed the page title: the check read nothing", tables)

@@ -99,27 +99,25 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("create migrations table: %w", err)
 	}
 	var version int
-	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM index_schema_migrations").Scan(&version); err != nil {
+	if err := tx.QueryRowContext(ctx, selectVersion).Scan(&version); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
-	if version > len(migrations) {
-		return fmt.Errorf("schema version %d is newer than this manager knows (%d)", version, len(migrations))
-	}
-	for i := version; i < len(migrations); i++ {
-		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
-			return fmt.Errorf("migration %d: %w", i+1, err)
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO index_schema_migrations (version) VALUES ($1)", i+1); err != nil {
-			return fmt.Errorf("record migration %d: %w", i+1, err)
-		}
+	if err := sqlstore.Migrate(ctx, tx, version, migrations, func(v int) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO index_schema_migrations (version) VALUES ($1)", v)
+		return err
+	}); err != nil {
+		return err
 	}
 	return tx.Commit()
 }
 
+// selectVersion reads how many migrations a database has had.
+const selectVersion = "SELECT COALESCE(MAX(version), 0) FROM index_schema_migrations"
+
 // Version returns the schema version of the database behind s.
 func Version(ctx context.Context, s *sqlstore.Store) (int, error) {
 	var v int
-	err := s.DB().QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM index_schema_migrations").Scan(&v)
+	err := s.DB().QueryRowContext(ctx, selectVersion).Scan(&v)
 	return v, err
 }
 

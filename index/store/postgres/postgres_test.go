@@ -34,20 +34,8 @@ func TestContract(t *testing.T) {
 func dump(t *testing.T, s store.Store) storetest.Dump {
 	t.Helper()
 	db := s.(*sqlstore.Store).DB()
-	rows, err := db.QueryContext(context.Background(),
+	tables := storetest.TableNames(t, db,
 		"SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tables []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		tables = append(tables, n)
-	}
-	rows.Close()
 	return storetest.DumpTables(t, db, tables, func(table string) string {
 		if table == "pages" {
 			return "SELECT id, site, url, status_code, title, description, h1, h2, h3, anchors, ext_anchors, fetched_at, " +

@@ -31,20 +31,7 @@ func TestContract(t *testing.T) {
 func dump(t *testing.T, s store.Store) storetest.Dump {
 	t.Helper()
 	db := s.(*sqlstore.Store).DB()
-	ctx := context.Background()
-	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tables []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		tables = append(tables, n)
-	}
-	rows.Close()
+	tables := storetest.TableNames(t, db, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
 	return storetest.DumpTables(t, db, tables, func(table string) string { return `SELECT * FROM "` + table + `"` })
 }
 

@@ -112,6 +112,26 @@ func keys(d Dump) []string {
 	return out
 }
 
+// TableNames returns the first column of every row of query: how a
+// backend's Dump, or a test reading a whole database, lists its tables.
+func TableNames(t *testing.T, db *sql.DB, query string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	rows.Close()
+	return tables
+}
+
 // DumpTables reads tables of db with the query selectAll returns for each,
 // for a backend's Dump.
 func DumpTables(t *testing.T, db *sql.DB, tables []string, selectAll func(table string) string) Dump {

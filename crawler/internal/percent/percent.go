@@ -1,0 +1,29 @@
+// Package percent holds the octet tests of RFC 3986 percent-encoding that
+// URL normalisation (urlnorm) and robots.txt matching (robots) both need,
+// so the two agree on what an escape is and which octets it may decode to.
+package percent
+
+// IsHex reports whether c is a hexadecimal digit of a %XX escape.
+func IsHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// Unhex returns the value of the hexadecimal digit c; c must satisfy IsHex.
+func Unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}
+
+// IsUnreserved reports whether c is an unreserved character of RFC 3986
+// (ALPHA, DIGIT, "-", ".", "_", "~"): its escaped and raw forms are the
+// same URL, so it is always written raw.
+func IsUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -164,7 +165,7 @@ func TestRenderDefaults(t *testing.T) {
 		"--require-egress-fcrdns=true", "--expected-egress-ips=79.139.58.98,79.139.58.121",
 		"--crawler-user-agent=LohiSoftBot/1.0 (+https://lohisoft.com/bot)",
 		"--bot-legacy-user-agents=LohiSoftBot/1.0 (+message@lohisoft.com)",
-		"--bot-hostname-suffix=.bot.lohisoft.com",
+		"--bot-hostname-suffix=.bot.lohisoft.com", "--bot-ips-url=https://lohisoft.com/bot/ips.json",
 	} {
 		if !strings.Contains(args, want) {
 			t.Errorf("manager args lack %q:\n%s", want, args)
@@ -299,6 +300,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		"bad duration":             {map[string]any{"crawler": map[string]any{"minCrawlDelay": "1 second"}}, "minCrawlDelay"},
 		"bad pull policy":          {map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "pullPolicy"},
 		"zero crawls per node":     {map[string]any{"crawler": map[string]any{"maxCrawlsPerNode": 0}}, "maxCrawlsPerNode"},
+		"ips.json over plain HTTP": {map[string]any{"bot": map[string]any{"ipsURL": "http://lohisoft.com/bot/ips.json"}}, "ipsURL"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -411,4 +413,30 @@ func TestReadmeValuesTable(t *testing.T) {
 func isValueKey(key string, values map[string]any) bool {
 	_, ok := values[strings.SplitN(key, ".", 2)[0]]
 	return ok
+}
+
+// The manager must accept every flag the chart passes it: a flag renamed
+// in cmd/manager would otherwise only fail in a real cluster.
+func TestManagerAcceptsChartArgs(t *testing.T) {
+	binary := filepath.Join(t.TempDir(), "manager")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/manager")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for name, vals := range map[string]map[string]any{"defaults": nil, "all features": allFeatures()} {
+		args := append(managerArgs(t, mustRender(t, vals)), "-h")
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: manager refused the chart's arguments: %v\n%s", name, err, firstLines(string(out), 3))
+		}
+	}
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -398,13 +399,14 @@ func (r *CrawlTargetReconciler) startCrawl(ctx context.Context, s *targetScope) 
 		return true, nil
 	}
 	var nodes corev1.NodeList
-	if err := r.List(ctx, &nodes, client.MatchingLabels{crawlpod.EgressLabel: crawlpod.EgressValue}); err != nil {
+	if err := r.List(ctx, &nodes, client.MatchingLabels(r.Egress.Selector.Labels())); err != nil {
 		return false, fmt.Errorf("list egress nodes: %w", err)
 	}
 	egress := EgressNodes(nodes.Items, r.Egress)
 	if len(egress) == 0 {
 		s.verdict.wait = reason{crawlv1.ReasonNoEgressNode,
-			"no usable egress node: need a Ready, schedulable Node labelled crawl.lohisoft.com/egress=true whose IPv4 ExternalIP is published (--expected-egress-ips) and passes the FCrDNS self-check"}
+			fmt.Sprintf("no usable egress node: need a Ready, schedulable Node labelled %s whose IPv4 ExternalIP is published (--expected-egress-ips) and passes the FCrDNS self-check",
+				labels.FormatLabels(r.Egress.Selector.Labels()))}
 		s.requeueAfter(waitRequeue)
 		return true, nil
 	}

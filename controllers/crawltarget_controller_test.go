@@ -495,3 +495,35 @@ func TestDeletedCrawlerPodIsRetried(t *testing.T) {
 	op.passNextCrawlTime(t, ct)
 	waitPod(t, ct, 2)
 }
+
+// Clusters that mark their egress nodes differently configure the label
+// and taint; crawler Pods follow them.
+func TestCustomEgressLabelAndTaint(t *testing.T) {
+	egress := crawlpod.Egress{LabelKey: "pool", LabelValue: "public-egress", TaintKey: "dedicated", TaintValue: "crawler", TaintEffect: corev1.TaintEffectNoExecute}
+	// A node with the default label must not be used.
+	createEgressNode(t, "egress-default-label", "79.139.58.121")
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "egress-custom", Labels: egress.Labels()},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{egress.Taint()}}}
+	if err := k8s.Create(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
+	n.Status = corev1.NodeStatus{
+		Addresses:  []corev1.NodeAddress{{Type: corev1.NodeExternalIP, Address: "79.139.58.98"}},
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+	}
+	if err := k8s.Status().Update(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	startOperator(t, operatorOptions{egress: egress})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "custom", "https://custom-egress.example.com/")
+	pod := waitPod(t, ct, 1)
+	terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if terms[0].MatchFields[0].Values[0] != "egress-custom" || pod.Spec.NodeSelector["pool"] != "public-egress" {
+		t.Errorf("pod not on the custom egress node: %v %v", terms, pod.Spec.NodeSelector)
+	}
+	if tol := pod.Spec.Tolerations; len(tol) == 0 || tol[0].Key != "dedicated" || tol[0].Effect != corev1.TaintEffectNoExecute {
+		t.Errorf("tolerations = %+v", tol)
+	}
+}

@@ -26,6 +26,8 @@ type EgressFilter struct {
 	// ExpectedIPs, when not empty, are the only source addresses allowed:
 	// the ones published to site owners, who may allowlist exactly those.
 	ExpectedIPs map[string]bool
+	// Selector names the egress nodes; zero means the default label.
+	Selector crawlpod.Egress
 }
 
 // EgressNodes picks the usable egress nodes out of a Node list: labelled as
@@ -35,7 +37,7 @@ func EgressNodes(nodes []corev1.Node, f EgressFilter) []EgressNode {
 	var out []EgressNode
 	for i := range nodes {
 		n := &nodes[i]
-		if n.Labels[crawlpod.EgressLabel] != crawlpod.EgressValue || n.Spec.Unschedulable || n.DeletionTimestamp != nil {
+		if !f.Selector.Selects(n.Labels) || n.Spec.Unschedulable || n.DeletionTimestamp != nil {
 			continue
 		}
 		if !nodeReady(n) {

@@ -183,9 +183,9 @@ func Excluded(ctx context.Context, c client.Reader, host string) (bool, error) {
 
 // CacheOptions limits the manager's cache to what the reconcilers read:
 // crawler Pods and egress Nodes, not every Pod and Node of the cluster.
-func CacheOptions() cache.Options {
+func CacheOptions(egress crawlpod.Egress) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:  {Label: labels.SelectorFromSet(labels.Set{crawlpod.LabelName: crawlpod.NameValue})},
-		&corev1.Node{}: {Label: labels.SelectorFromSet(labels.Set{crawlpod.EgressLabel: crawlpod.EgressValue})},
+		&corev1.Node{}: {Label: labels.SelectorFromSet(egress.Labels())},
 	}}
 }

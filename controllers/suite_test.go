@@ -47,6 +47,7 @@ type operator struct {
 type operatorOptions struct {
 	maxPerNode int
 	healthy    func(string) bool
+	egress     crawlpod.Egress
 }
 
 func startOperator(t *testing.T, opts operatorOptions) *operator {
@@ -57,7 +58,7 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   CacheOptions(),
+		Cache:   CacheOptions(opts.egress),
 		Client:  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		// Tests start several managers in one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -78,9 +79,10 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 			MinDelay:       time.Second,
 			ActiveDeadline: 30 * time.Minute,
 			Resources:      crawlpod.DefaultResources(),
+			Egress:         opts.egress,
 		},
 		MaxCrawlsPerNode: opts.maxPerNode,
-		Egress:           EgressFilter{Healthy: opts.healthy},
+		Egress:           EgressFilter{Healthy: opts.healthy, Selector: opts.egress},
 	}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,8 @@ type Options struct {
 	DNSServer string
 	// CheckInterval is the time between self-checks of a node.
 	CheckInterval time.Duration
+	// Egress names the egress nodes; zero means the default label.
+	Egress crawlpod.Egress
 }
 
 // Index is the running index.
@@ -69,6 +71,7 @@ type Index struct {
 	checker  *egress.Checker
 	require  bool
 	expected []string
+	egress   crawlpod.Egress
 	handler  http.Handler
 }
 
@@ -96,6 +99,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 		syncer:   &syncer.Syncer{Client: mgr.GetClient(), Store: st},
 		require:  opts.RequireEgressFCrDNS,
 		expected: opts.ExpectedEgressIPs,
+		egress:   opts.Egress,
 		checker: &egress.Checker{
 			Client:   mgr.GetClient(),
 			Resolver: verify.ResolverFor(opts.DNSServer),
@@ -103,6 +107,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 			Interval: opts.CheckInterval,
 			Recorder: mgr.GetEventRecorder("egress-fcrdns"),
 			Elected:  mgr.Elected(),
+			Selector: opts.Egress,
 		},
 	}
 	bot := &botpage.Handler{Identity: opts.Identity, Egress: ix.egressSource(mgr.GetClient())}
@@ -190,10 +195,10 @@ func route(apiHandler, bot http.Handler) http.Handler {
 func (ix *Index) egressSource(c client.Reader) botpage.Source {
 	return func(ctx context.Context) ([]botpage.Egress, error) {
 		var nodes corev1.NodeList
-		if err := c.List(ctx, &nodes, client.MatchingLabels{crawlpod.EgressLabel: crawlpod.EgressValue}); err != nil {
+		if err := c.List(ctx, &nodes, client.MatchingLabels(ix.egress.Labels())); err != nil {
 			return nil, fmt.Errorf("list egress Nodes: %w", err)
 		}
-		return Published(nodes.Items, ix.checker.Lookup, ix.require, ix.expected), nil
+		return Published(nodes.Items, ix.egress, ix.checker.Lookup, ix.require, ix.expected), nil
 	}
 }
 
@@ -206,11 +211,11 @@ func (ix *Index) egressSource(c client.Reader) botpage.Source {
 // the address is still the bot's, crawls running there still come from it,
 // and a list that flaps with node health would make site owners' firewalls
 // flap too.
-func Published(nodes []corev1.Node, lookup func(node string) (egress.Result, bool), requireFCrDNS bool, expected []string) []botpage.Egress {
+func Published(nodes []corev1.Node, sel crawlpod.Egress, lookup func(node string) (egress.Result, bool), requireFCrDNS bool, expected []string) []botpage.Egress {
 	var out []botpage.Egress
 	for i := range nodes {
 		n := &nodes[i]
-		if n.Labels[crawlpod.EgressLabel] != crawlpod.EgressValue || n.DeletionTimestamp != nil {
+		if !sel.Selects(n.Labels) || n.DeletionTimestamp != nil {
 			continue
 		}
 		ip := controllers.ExternalIPv4(n)

@@ -75,7 +75,7 @@ func start(t *testing.T, require bool) *operator {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:     testenv.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      controllers.CacheOptions(),
+		Cache:      controllers.CacheOptions(crawlpod.Egress{}),
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {

@@ -85,12 +85,12 @@ func TestPublished(t *testing.T) {
 	}
 	lookup := func(n string) (egress.Result, bool) { r, ok := results[n]; return r, ok }
 
-	required := Published(nodes, lookup, true, nil)
+	required := Published(nodes, crawlpod.Egress{}, lookup, true, nil)
 	want := []botpage.Egress{{IP: "79.139.58.98", Hostname: "c1.bot.lohisoft.com"}, {IP: "203.0.113.4", Hostname: "c4.bot.lohisoft.com"}}
 	if !reflect.DeepEqual(required, want) {
 		t.Errorf("required: %+v, want %+v", required, want)
 	}
-	optional := Published(nodes, lookup, false, nil)
+	optional := Published(nodes, crawlpod.Egress{}, lookup, false, nil)
 	want = []botpage.Egress{
 		{IP: "79.139.58.98", Hostname: "c1.bot.lohisoft.com"}, {IP: "203.0.113.1"}, {IP: "203.0.113.2"},
 		{IP: "203.0.113.3"}, {IP: "203.0.113.4", Hostname: "c4.bot.lohisoft.com"},
@@ -99,7 +99,7 @@ func TestPublished(t *testing.T) {
 		t.Errorf("not required: %+v, want %+v", optional, want)
 	}
 	// Only expected addresses take crawls, so only they are published.
-	expected := Published(nodes, lookup, false, []string{"79.139.58.98", "203.0.113.2", "192.0.2.200"})
+	expected := Published(nodes, crawlpod.Egress{}, lookup, false, []string{"79.139.58.98", "203.0.113.2", "192.0.2.200"})
 	want = []botpage.Egress{{IP: "79.139.58.98", Hostname: "c1.bot.lohisoft.com"}, {IP: "203.0.113.2"}}
 	if !reflect.DeepEqual(expected, want) {
 		t.Errorf("expected IPs: %+v, want %+v", expected, want)

@@ -47,6 +47,8 @@ type options struct {
 	userAgent         string
 	allowPrivate      bool
 	expectedIPs       string
+	egressLabel       string
+	egressTaint       string
 
 	index index.Options
 }
@@ -67,6 +69,8 @@ func main() {
 	flag.StringVar(&o.userAgent, "crawler-user-agent", engine.DefaultUserAgent, "User-Agent crawler Pods send; /bot states it as the current one.")
 	flag.BoolVar(&o.allowPrivate, "crawler-allow-private", false, "Let crawlers fetch private and loopback addresses. Local demos and tests only.")
 	flag.StringVar(&o.expectedIPs, "expected-egress-ips", "", "Comma-separated public IPv4 addresses published to site owners; egress nodes with another ExternalIP get no crawls (empty: any).")
+	flag.StringVar(&o.egressLabel, "egress-node-label", crawlpod.EgressLabel+"="+crawlpod.EgressValue, "Label (key=value) of the egress nodes, which own the bot's public IPv4 addresses.")
+	flag.StringVar(&o.egressTaint, "egress-node-taint", crawlpod.EgressLabel+"="+crawlpod.EgressValue+":NoSchedule", "Taint (key=value:Effect) of the egress nodes; crawler Pods tolerate it.")
 	flag.StringVar(&o.index.Storage, "storage", index.DefaultStorage, "Index backend: sqlite:///path/to/index.db or postgres://user@host:5432/db.")
 	flag.StringVar(&o.index.BindAddress, "index-bind-address", index.DefaultBindAddress, "Address of the search API, /bot and /bot/ips.json.")
 	flag.BoolVar(&o.index.RequireEgressFCrDNS, "require-egress-fcrdns", false, "Give no crawls to egress nodes whose IP fails forward-confirmed reverse DNS (the chart turns it on).")
@@ -96,6 +100,11 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("--expected-egress-ips: %w", err)
 	}
+	egress, err := crawlpod.ParseEgress(o.egressLabel, o.egressTaint)
+	if err != nil {
+		return err
+	}
+	o.index.Egress = egress
 	// The page states what the Pods send and the token robots.txt groups
 	// must name: one value for both.
 	o.index.Identity.UserAgent = o.userAgent
@@ -112,7 +121,7 @@ func run(o options) error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "crawl-operator.crawl.lohisoft.com",
 		LeaderElectionNamespace: o.leaderElectionNamespace,
-		Cache:                   controllers.CacheOptions(),
+		Cache:                   controllers.CacheOptions(egress),
 		// Secrets are read only through the API reader, never cached.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 	})
@@ -145,9 +154,10 @@ func run(o options) error {
 			ActiveDeadline:  o.crawlDeadline,
 			Resources:       crawlpod.DefaultResources(),
 			AllowPrivate:    o.allowPrivate,
+			Egress:          egress,
 		},
 		MaxCrawlsPerNode: o.maxCrawlsPerNode,
-		Egress:           controllers.EgressFilter{Healthy: ix.EgressHealthy, ExpectedIPs: expectedSet},
+		Egress:           controllers.EgressFilter{Healthy: ix.EgressHealthy, ExpectedIPs: expectedSet, Selector: egress},
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up CrawlTarget controller: %w", err)
 	}

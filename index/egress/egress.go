@@ -87,6 +87,8 @@ type Checker struct {
 	// Elected is closed once this replica leads; nil means it always does.
 	Elected <-chan struct{}
 	Now     func() time.Time
+	// Selector names the egress nodes; zero means the default label.
+	Selector crawlpod.Egress
 
 	mu      sync.RWMutex
 	results map[string]Result
@@ -102,12 +104,12 @@ type Checker struct {
 func (c *Checker) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(e event.CreateEvent) bool { return isEgress(e.Object) },
+			CreateFunc: func(e event.CreateEvent) bool { return c.isEgress(e.Object) },
 			// Nodes update their status every few seconds; only what the
 			// check depends on matters.
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-				return isEgress(o) != isEgress(n) || controllers.ExternalIPv4(o) != controllers.ExternalIPv4(n)
+				return c.isEgress(o) != c.isEgress(n) || controllers.ExternalIPv4(o) != controllers.ExternalIPv4(n)
 			},
 			DeleteFunc:  func(event.DeleteEvent) bool { return true },
 			GenericFunc: func(event.GenericEvent) bool { return false },
@@ -117,15 +119,15 @@ func (c *Checker) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(c)
 }
 
-func isEgress(o client.Object) bool {
-	return o.GetLabels()[crawlpod.EgressLabel] == crawlpod.EgressValue
+func (c *Checker) isEgress(o client.Object) bool {
+	return c.Selector.Selects(o.GetLabels())
 }
 
 // Reconcile checks one node and schedules its next check.
 func (c *Checker) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	node := &corev1.Node{}
 	err := c.Client.Get(ctx, req.NamespacedName, node)
-	if apierrors.IsNotFound(err) || (err == nil && (!isEgress(node) || node.DeletionTimestamp != nil)) {
+	if apierrors.IsNotFound(err) || (err == nil && (!c.isEgress(node) || node.DeletionTimestamp != nil)) {
 		c.forget(req.Name)
 		return ctrl.Result{}, nil
 	}

@@ -17,17 +17,92 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
-// Egress node label and taint, shared with the chart and the dev cluster.
+// The default egress node label and taint (key=value, effect NoSchedule),
+// shared with the chart and the dev cluster.
 const (
 	EgressLabel = "crawl.lohisoft.com/egress"
 	EgressValue = "true"
 )
+
+// Egress names the egress nodes: the label that marks them and the taint
+// that keeps every other Pod off them. Crawler Pods select the label and
+// tolerate the taint. The zero value means the defaults.
+type Egress struct {
+	LabelKey, LabelValue string
+	TaintKey, TaintValue string
+	TaintEffect          corev1.TaintEffect
+}
+
+// DefaultEgress is crawl.lohisoft.com/egress=true, tainted NoSchedule.
+func DefaultEgress() Egress {
+	return Egress{LabelKey: EgressLabel, LabelValue: EgressValue,
+		TaintKey: EgressLabel, TaintValue: EgressValue, TaintEffect: corev1.TaintEffectNoSchedule}
+}
+
+// ParseEgress reads a label "key=value" and a taint "key=value:Effect", the
+// way kubectl label and kubectl taint write them.
+func ParseEgress(label, taint string) (Egress, error) {
+	var e Egress
+	var ok bool
+	if e.LabelKey, e.LabelValue, ok = strings.Cut(label, "="); !ok || e.LabelKey == "" {
+		return Egress{}, fmt.Errorf("egress node label %q: want key=value", label)
+	}
+	if errs := validation.IsQualifiedName(e.LabelKey); len(errs) > 0 {
+		return Egress{}, fmt.Errorf("egress node label key %q: %s", e.LabelKey, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(e.LabelValue); len(errs) > 0 {
+		return Egress{}, fmt.Errorf("egress node label value %q: %s", e.LabelValue, strings.Join(errs, "; "))
+	}
+	kv, effect, ok := strings.Cut(taint, ":")
+	if e.TaintKey, e.TaintValue, _ = strings.Cut(kv, "="); !ok || e.TaintKey == "" {
+		return Egress{}, fmt.Errorf("egress node taint %q: want key=value:Effect", taint)
+	}
+	switch e.TaintEffect = corev1.TaintEffect(effect); e.TaintEffect {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return Egress{}, fmt.Errorf("egress node taint %q: effect must be NoSchedule, PreferNoSchedule or NoExecute", taint)
+	}
+	return e, nil
+}
+
+func (e Egress) orDefault() Egress {
+	if e.LabelKey == "" {
+		return DefaultEgress()
+	}
+	return e
+}
+
+// Labels is the label set that selects egress nodes.
+func (e Egress) Labels() map[string]string {
+	e = e.orDefault()
+	return map[string]string{e.LabelKey: e.LabelValue}
+}
+
+// Selects reports whether an object with these labels is an egress node.
+func (e Egress) Selects(labels map[string]string) bool {
+	e = e.orDefault()
+	v, ok := labels[e.LabelKey]
+	return ok && v == e.LabelValue
+}
+
+// Toleration lets crawler Pods onto tainted egress nodes.
+func (e Egress) Toleration() corev1.Toleration {
+	e = e.orDefault()
+	return corev1.Toleration{Key: e.TaintKey, Operator: corev1.TolerationOpEqual, Value: e.TaintValue, Effect: e.TaintEffect}
+}
+
+// Taint is the taint egress nodes carry.
+func (e Egress) Taint() corev1.Taint {
+	e = e.orDefault()
+	return corev1.Taint{Key: e.TaintKey, Value: e.TaintValue, Effect: e.TaintEffect}
+}
 
 // Labels and annotations on crawler Pods.
 const (
@@ -76,6 +151,8 @@ type Config struct {
 	// AllowPrivate lets crawlers reach private addresses. Only for local
 	// demos and tests, where the sample site is on loopback.
 	AllowPrivate bool
+	// Egress names the egress nodes; zero means the defaults.
+	Egress Egress
 }
 
 // DefaultResources are requests and limits sized for a 20-page crawl with a
@@ -269,13 +346,8 @@ func Pod(r Run, cfg Config) *corev1.Pod {
 			EnableServiceLinks:            ptr.To(false),
 			ActiveDeadlineSeconds:         deadline,
 			TerminationGracePeriodSeconds: ptr.To(int64(10)),
-			NodeSelector:                  map[string]string{EgressLabel: EgressValue},
-			Tolerations: []corev1.Toleration{{
-				Key:      EgressLabel,
-				Operator: corev1.TolerationOpEqual,
-				Value:    EgressValue,
-				Effect:   corev1.TaintEffectNoSchedule,
-			}},
+			NodeSelector:                  cfg.Egress.Labels(),
+			Tolerations:                   []corev1.Toleration{cfg.Egress.Toleration()},
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 					NodeSelectorTerms: []corev1.NodeSelectorTerm{{

@@ -178,3 +178,43 @@ func TestToken(t *testing.T) {
 		t.Error("wrong, empty or unannotated token accepted")
 	}
 }
+
+func TestParseEgress(t *testing.T) {
+	tests := []struct {
+		label, taint string
+		want         Egress
+		wantErr      bool
+	}{
+		{label: "crawl.lohisoft.com/egress=true", taint: "crawl.lohisoft.com/egress=true:NoSchedule", want: DefaultEgress()},
+		{label: "node-role/egress=", taint: "dedicated=crawler:NoExecute",
+			want: Egress{LabelKey: "node-role/egress", TaintKey: "dedicated", TaintValue: "crawler", TaintEffect: corev1.TaintEffectNoExecute}},
+		{label: "egress", taint: "a=b:NoSchedule", wantErr: true},
+		{label: "bad key!=x", taint: "a=b:NoSchedule", wantErr: true},
+		{label: "a=b", taint: "a=b", wantErr: true},
+		{label: "a=b", taint: "a=b:Sometimes", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := ParseEgress(tt.label, tt.taint)
+		if (err != nil) != tt.wantErr || (!tt.wantErr && got != tt.want) {
+			t.Errorf("ParseEgress(%q, %q) = %+v, %v", tt.label, tt.taint, got, err)
+		}
+	}
+}
+
+func TestPodFollowsTheEgressSelector(t *testing.T) {
+	cfg := testConfig()
+	cfg.Egress = Egress{LabelKey: "pool", LabelValue: "egress", TaintKey: "dedicated", TaintValue: "crawler", TaintEffect: corev1.TaintEffectNoExecute}
+	pod := Pod(testRun("t", crawlv1.CrawlTargetSpec{URL: "https://example.com/"}), cfg)
+	if pod.Spec.NodeSelector["pool"] != "egress" || len(pod.Spec.NodeSelector) != 1 {
+		t.Errorf("nodeSelector = %v", pod.Spec.NodeSelector)
+	}
+	if tol := pod.Spec.Tolerations; len(tol) != 1 || tol[0].Key != "dedicated" || tol[0].Effect != corev1.TaintEffectNoExecute {
+		t.Errorf("tolerations = %+v", tol)
+	}
+	if !cfg.Egress.Selects(map[string]string{"pool": "egress"}) || cfg.Egress.Selects(map[string]string{EgressLabel: EgressValue}) {
+		t.Error("Selects disagrees with the configured label")
+	}
+	if !(Egress{}).Selects(map[string]string{EgressLabel: EgressValue}) {
+		t.Error("the zero Egress must select the default label")
+	}
+}

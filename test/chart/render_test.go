@@ -41,6 +41,7 @@ func allFeatures() map[string]any {
 		"ingress":        map[string]any{"enabled": true, "className": "nginx", "tlsSecretName": "lohisoft-tls"},
 		"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
 		"networkPolicy":  map[string]any{"crawlerNamespaces": []any{"default", "sites"}},
+		"egress":         map[string]any{"nodeLabel": "pool=egress", "nodeTaint": "dedicated=crawler:NoExecute"},
 	}
 }
 
@@ -166,6 +167,7 @@ func TestRenderDefaults(t *testing.T) {
 		"--crawler-user-agent=LohiSoftBot/1.0 (+https://lohisoft.com/bot)",
 		"--bot-legacy-user-agents=LohiSoftBot/1.0 (+message@lohisoft.com)",
 		"--bot-hostname-suffix=.bot.lohisoft.com", "--bot-ips-url=https://lohisoft.com/bot/ips.json",
+		"--egress-node-label=crawl.lohisoft.com/egress=true", "--egress-node-taint=crawl.lohisoft.com/egress=true:NoSchedule",
 	} {
 		if !strings.Contains(args, want) {
 			t.Errorf("manager args lack %q:\n%s", want, args)
@@ -300,6 +302,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		"bad duration":             {map[string]any{"crawler": map[string]any{"minCrawlDelay": "1 second"}}, "minCrawlDelay"},
 		"bad pull policy":          {map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "pullPolicy"},
 		"zero crawls per node":     {map[string]any{"crawler": map[string]any{"maxCrawlsPerNode": 0}}, "maxCrawlsPerNode"},
+		"taint without effect":     {map[string]any{"egress": map[string]any{"nodeTaint": "dedicated=crawler"}}, "nodeTaint"},
 		"ips.json over plain HTTP": {map[string]any{"bot": map[string]any{"ipsURL": "http://lohisoft.com/bot/ips.json"}}, "ipsURL"},
 	}
 	for name, tt := range tests {

@@ -107,6 +107,17 @@ func consistently(t *testing.T, what string, d time.Duration, check func() error
 	}
 }
 
+// podCountStays checks that a target keeps exactly n crawler Pods for d.
+func podCountStays(t *testing.T, ct *crawlv1.CrawlTarget, n int, d time.Duration, why string) {
+	t.Helper()
+	consistently(t, why, d, func() error {
+		if got := len(crawlerPods(t, ct)); got != n {
+			return fmt.Errorf("%d crawler Pods, want %d", got, n)
+		}
+		return nil
+	})
+}
+
 func getTarget(t *testing.T, ct *crawlv1.CrawlTarget) *crawlv1.CrawlTarget {
 	t.Helper()
 	out := &crawlv1.CrawlTarget{}

@@ -131,12 +131,7 @@ func TestSuccessfulCrawlUpdatesStatusAndIndex(t *testing.T) {
 		t.Errorf("report after the run ended: %d, want 409", code)
 	}
 	// Nothing else starts before the interval.
-	consistently(t, "no second crawl before the interval", time.Second, func() error {
-		if n := len(crawlerPods(t, ct)); n != 1 {
-			return fmt.Errorf("%d pods", n)
-		}
-		return nil
-	})
+	podCountStays(t, ct, 1, time.Second, "no second crawl before the interval")
 	// Recrawl once the interval has passed.
 	op.passNextCrawlTime(t, ct)
 	waitPod(t, ct, 2)
@@ -271,12 +266,7 @@ func TestOneCrawlPerHostAcrossSites(t *testing.T) {
 	if !strings.Contains(readyCondition(got).Message, "host.example.com") || got.Status.Phase != crawlv1.PhaseWaiting {
 		t.Errorf("waiting status = %+v", got.Status)
 	}
-	consistently(t, "no second crawl of the host", time.Second, func() error {
-		if n := len(crawlerPods(t, second)); n != 0 {
-			return fmt.Errorf("%d pods", n)
-		}
-		return nil
-	})
+	podCountStays(t, second, 0, time.Second, "no second crawl of the host")
 	finishCrawl(t, op, pod, "https://host.example.com", 2)
 	eventually(t, "second site crawled after the first", func() error {
 		poke(t, second)
@@ -340,12 +330,7 @@ func TestFailedCrawlIsRetriedWithBackoff(t *testing.T) {
 	if d := got.Status.NextCrawlTime.Sub(got.Status.LastFailureTime.Time); d != time.Minute {
 		t.Errorf("first retry after %s, want 1m", d)
 	}
-	consistently(t, "no retry before the backoff", time.Second, func() error {
-		if n := len(crawlerPods(t, ct)); n != 1 {
-			return fmt.Errorf("%d pods", n)
-		}
-		return nil
-	})
+	podCountStays(t, ct, 1, time.Second, "no retry before the backoff")
 	op.passNextCrawlTime(t, ct)
 	pod2 := waitPod(t, ct, 2)
 	setPodPhase(t, pod2, corev1.PodFailed, 1)
@@ -379,12 +364,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	patchAnnotation(t, ct, crawlv1.RequestedAtAnnotation, "now-please")
 	op.clock.Step(2 * time.Hour)
 	poke(t, ct)
-	consistently(t, "no crawl before Retry-After", time.Second, func() error {
-		if n := len(crawlerPods(t, ct)); n != 1 {
-			return fmt.Errorf("%d pods", n)
-		}
-		return nil
-	})
+	podCountStays(t, ct, 1, time.Second, "no crawl before Retry-After")
 	op.passNextCrawlTime(t, ct)
 	waitPod(t, ct, 2)
 }
@@ -420,12 +400,7 @@ func TestRequestedAtAnnotationTriggersOneCrawl(t *testing.T) {
 	finishCrawl(t, op, pod, "https://req.example.com", 1)
 	waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled)
 	poke(t, ct)
-	consistently(t, "the same request value does not crawl again", time.Second, func() error {
-		if n := len(crawlerPods(t, ct)); n != 2 {
-			return fmt.Errorf("%d pods", n)
-		}
-		return nil
-	})
+	podCountStays(t, ct, 2, time.Second, "the same request value does not crawl again")
 	got := getTarget(t, ct)
 	if fmt.Sprint(got.Spec) != fmt.Sprint(specBefore) || got.Generation != 1 {
 		t.Errorf("spec mutated: generation %d, %+v", got.Generation, got.Spec)
@@ -439,12 +414,7 @@ func TestSuspendStopsNewCrawls(t *testing.T) {
 	ct := createTarget(t, ns, "sus", "https://sus.example.com/", suspended())
 	waitReady(t, ct, metav1.ConditionFalse, crawlv1.ReasonSuspended)
 	patchAnnotation(t, ct, crawlv1.RequestedAtAnnotation, "x")
-	consistently(t, "no crawl while suspended", time.Second, func() error {
-		if n := len(crawlerPods(t, ct)); n != 0 {
-			return fmt.Errorf("%d pods", n)
-		}
-		return nil
-	})
+	podCountStays(t, ct, 0, time.Second, "no crawl while suspended")
 	got := getTarget(t, ct)
 	got.Spec.Suspend = false
 	if err := k8s.Update(context.Background(), got); err != nil {
@@ -465,12 +435,7 @@ func TestOperatorRestartMidCrawlKeepsOneCrawl(t *testing.T) {
 
 	op2 := startOperator(t, operatorOptions{})
 	poke(t, ct)
-	consistently(t, "one crawler Pod after the restart", 2*time.Second, func() error {
-		if n := len(crawlerPods(t, ct)); n != 1 {
-			return fmt.Errorf("%d pods", n)
-		}
-		return nil
-	})
+	podCountStays(t, ct, 1, 2*time.Second, "one crawler Pod after the restart")
 	finishCrawl(t, op2, pod, "https://restart.example.com", 4)
 	got := waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled)
 	if got.Status.Runs != 1 || got.Status.PagesIndexed != 4 {

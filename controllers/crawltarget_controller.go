@@ -14,10 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -69,7 +71,13 @@ type targetScope struct {
 	// failure describes a run that failed during this reconcile.
 	failure string
 	requeue time.Duration
+	// committed are Events and metric updates that describe what this
+	// reconcile decided; they happen only once its status patch lands, so a
+	// reconcile replayed after a conflict does not report twice.
+	committed []func()
 }
+
+func (s *targetScope) onCommit(f func()) { s.committed = append(s.committed, f) }
 
 func (s *targetScope) requeueAfter(d time.Duration) {
 	if d > 0 && (s.requeue == 0 || d < s.requeue) {
@@ -115,6 +123,10 @@ func (r *CrawlTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			return
 		case err != nil && !apierrors.IsNotFound(err):
 			retErr = errors.Join(retErr, fmt.Errorf("patch status: %w", err))
+		case err == nil:
+			for _, f := range s.committed {
+				f()
+			}
 		}
 		if ctx.Err() != nil {
 			// The manager is stopping; the next leader reconciles again.
@@ -178,6 +190,8 @@ func (r *CrawlTargetReconciler) ensureSiteIndex(ctx context.Context, s *targetSc
 		return true, nil
 	}
 	if si.Spec.Site != s.site.String() {
+		// spec.url moved to another site: nothing known about the old site
+		// applies, and its running crawl must stop.
 		si.Spec.Site = s.site.String()
 		if err := r.Update(ctx, si); err != nil {
 			return false, fmt.Errorf("update SiteIndex site: %w", err)
@@ -185,6 +199,12 @@ func (r *CrawlTargetReconciler) ensureSiteIndex(ctx context.Context, s *targetSc
 		if err := clearIndex(ctx, r.Client, si); err != nil {
 			return false, err
 		}
+		if _, err := deleteActiveCrawls(ctx, r.Client, s.ct); err != nil {
+			return false, err
+		}
+		forgetCrawls(&s.ct.Status)
+		s.ct.Status.RetryAfter = nil
+		s.ct.Status.EgressNode, s.ct.Status.EgressIP = "", ""
 	}
 	s.index = si
 	return false, nil
@@ -202,9 +222,9 @@ func (r *CrawlTargetReconciler) enforceExclusion(ctx context.Context, s *targetS
 	if _, err := deleteActiveCrawls(ctx, r.Client, s.ct); err != nil {
 		return false, err
 	}
-	// The interrupted run is settled, not failed: it must not count towards
-	// retry backoff once the exclusion is lifted.
-	s.ct.Status.LastFinishedRun = s.ct.Status.Runs
+	// The interrupted run is settled, not failed, and the purged pages are
+	// gone: once the exclusion is lifted the site is crawled afresh.
+	forgetCrawls(&s.ct.Status)
 	s.verdict.block = reason{crawlv1.ReasonExcluded,
 		fmt.Sprintf("domain %s is excluded by Exclusion %s: %s", ex.Spec.Domain, ex.Name, ex.Spec.Reason)}
 	return true, nil
@@ -256,6 +276,16 @@ func SiteOwner(targets []crawlv1.CrawlTarget) *crawlv1.CrawlTarget {
 	return live[0]
 }
 
+// forgetCrawls settles any run in progress and drops what earlier crawls
+// left in the status, so the next crawl is due at once.
+func forgetCrawls(st *crawlv1.CrawlTargetStatus) {
+	st.LastFinishedRun = st.Runs
+	st.PagesIndexed = 0
+	st.LastCrawlTime = nil
+	st.ConsecutiveFailures = 0
+	st.LastFailureTime = nil
+}
+
 func holdsSite(ct *crawlv1.CrawlTarget) bool {
 	return ct.Status.Runs > 0 && ct.Status.Phase != crawlv1.PhaseDuplicate
 }
@@ -279,22 +309,78 @@ func (r *CrawlTargetReconciler) observeRun(ctx context.Context, s *targetScope) 
 	if err != nil {
 		return false, err
 	}
+	name := crawlpod.PodName(s.ct.Name, st.Runs)
 	switch {
-	case pod == nil:
-		r.recordFailure(s, s.now, "crawler Pod was deleted before it finished", "")
-	case pod.Status.Phase == corev1.PodSucceeded:
-		if err := r.recordSuccess(ctx, s, pod); err != nil {
+	case pod != nil && pod.Status.Phase == corev1.PodSucceeded:
+		if err := r.recordSuccess(ctx, s, name, podFinishedAt(pod, s.now), podStartedAt(pod)); err != nil {
 			return false, err
 		}
-	case pod.Status.Phase == corev1.PodFailed:
-		r.recordFailure(s, podFinishedAt(pod, s.now), "crawler Pod failed: "+podFailure(pod), pod.Name)
+	case pod == nil || pod.Status.Phase == corev1.PodFailed:
+		// The result may have been stored although the Pod did not end
+		// well: the crawler's last report got no answer, or the Pod was
+		// removed after it finished. A stored final result is a success.
+		done, err := r.resultDelivered(ctx, s, name)
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case done && pod != nil:
+			err = r.recordSuccess(ctx, s, name, podFinishedAt(pod, s.now), podStartedAt(pod))
+		case done:
+			err = r.recordSuccess(ctx, s, name, s.now, time.Time{})
+		case pod == nil:
+			r.recordFailure(s, s.now, "crawler Pod was deleted before it finished", "")
+		default:
+			r.recordFailure(s, podFinishedAt(pod, s.now), "crawler Pod failed: "+podFailure(pod), pod.Name)
+		}
+		if err != nil {
+			return false, err
+		}
+	case r.stuck(pod, s.now):
+		// activeDeadlineSeconds counts only once a kubelet starts the Pod;
+		// a Pod that never starts would hold its host for ever.
+		if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("delete stuck crawler Pod: %w", err)
+		}
+		r.recordFailure(s, s.now, fmt.Sprintf("crawler Pod did not finish within %s of its creation (phase %s)", r.stuckAfter(), pod.Status.Phase), pod.Name)
 	default:
 		// Pending, Running, or terminating: the run is still in progress.
 		s.active = pod
+		if d := r.stuckAfter(); d > 0 {
+			s.requeueAfter(pod.CreationTimestamp.Add(d).Sub(s.now) + time.Second)
+		}
 		return true, nil
 	}
 	st.LastFinishedRun = st.Runs
-	return false, r.deleteToken(ctx, s.ct, crawlpod.PodName(s.ct.Name, st.Runs))
+	return false, r.deleteToken(ctx, s.ct, name)
+}
+
+// stuckAfter is how long a crawler Pod may exist before the operator gives
+// up on it: its deadline plus time to be scheduled and started.
+func (r *CrawlTargetReconciler) stuckAfter() time.Duration {
+	if r.Pod.ActiveDeadline <= 0 {
+		return 0
+	}
+	return r.Pod.ActiveDeadline + 10*time.Minute
+}
+
+func (r *CrawlTargetReconciler) stuck(pod *corev1.Pod, now time.Time) bool {
+	d := r.stuckAfter()
+	return d > 0 && pod.DeletionTimestamp == nil && now.Sub(pod.CreationTimestamp.Time) > d
+}
+
+// resultDelivered reports whether the run's final result is in the
+// SiteIndex, asking the API server when the cache does not show it yet.
+func (r *CrawlTargetReconciler) resultDelivered(ctx context.Context, s *targetScope, run string) (bool, error) {
+	if s.index.Status.Run == run && s.index.Status.Complete {
+		return true, nil
+	}
+	fresh := &crawlv1.SiteIndex{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.index), fresh); err != nil {
+		return false, fmt.Errorf("get SiteIndex: %w", err)
+	}
+	s.index = fresh
+	return fresh.Status.Run == run && fresh.Status.Complete, nil
 }
 
 // currentPod finds the Pod of the current run. When the cache has not seen
@@ -315,41 +401,46 @@ func (r *CrawlTargetReconciler) currentPod(ctx context.Context, ct *crawlv1.Craw
 	if err != nil {
 		return nil, fmt.Errorf("get crawler Pod %s: %w", name, err)
 	}
+	if !metav1.IsControlledBy(pod, ct) {
+		// A Pod of a deleted namesake: not this target's run.
+		return nil, nil
+	}
 	return pod, nil
 }
 
-func (r *CrawlTargetReconciler) recordSuccess(ctx context.Context, s *targetScope, pod *corev1.Pod) error {
-	idx := s.index
-	if idx.Status.Run != pod.Name || !idx.Status.Complete {
-		// The result is written before the crawler exits, so only the cache
-		// can be behind: read the index from the API server.
-		fresh := &crawlv1.SiteIndex{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(idx), fresh); err != nil {
-			return fmt.Errorf("get SiteIndex: %w", err)
-		}
-		idx = fresh
+// recordSuccess records a run whose Pod succeeded, or whose final result
+// was stored anyway. started may be zero when the Pod is gone.
+func (r *CrawlTargetReconciler) recordSuccess(ctx context.Context, s *targetScope, run string, finished, started time.Time) error {
+	done, err := r.resultDelivered(ctx, s, run)
+	if err != nil {
+		return err
 	}
-	finished := podFinishedAt(pod, s.now)
-	if idx.Status.Run != pod.Name || !idx.Status.Complete {
-		r.recordFailure(s, finished, "crawler exited without delivering its result", pod.Name)
+	if !done {
+		r.recordFailure(s, finished, "crawler exited without delivering its result", run)
 		return nil
 	}
+	idx := s.index
 	st := &s.ct.Status
 	st.RetryAfter = idx.Status.RetryAfter
 	pages := int32(len(idx.Status.Pages))
 	if pages == 0 && idx.Status.RetryAfter != nil {
-		r.recordFailure(s, finished, fmt.Sprintf("site asked the bot to back off until %s", idx.Status.RetryAfter.UTC().Format(time.RFC3339)), pod.Name)
+		r.recordFailure(s, finished, fmt.Sprintf("site asked the bot to back off until %s", idx.Status.RetryAfter.UTC().Format(time.RFC3339)), run)
 		return nil
 	}
 	st.PagesIndexed = pages
 	st.LastCrawlTime = &metav1.Time{Time: finished}
 	st.ConsecutiveFailures = 0
 	st.LastFailureTime = nil
-	crawlsFinished.WithLabelValues("succeeded").Inc()
-	pagesIndexed.Add(float64(pages))
-	observeDuration(pod, finished)
-	r.Recorder.Eventf(s.ct, pod, corev1.EventTypeNormal, "CrawlSucceeded", "Crawl",
-		"crawl %d indexed %d pages of %s", st.Runs, pages, s.site)
+	runs, site := st.Runs, s.site
+	s.onCommit(func() {
+		crawlsFinished.WithLabelValues("succeeded").Inc()
+		pagesIndexed.Add(float64(pages))
+		if !started.IsZero() && finished.After(started) {
+			crawlDuration.Observe(finished.Sub(started).Seconds())
+		}
+		r.Recorder.Eventf(s.ct, nil, corev1.EventTypeNormal, "CrawlSucceeded", "Crawl",
+			"crawl %d indexed %d pages of %s", runs, pages, site)
+	})
 	return nil
 }
 
@@ -361,9 +452,12 @@ func (r *CrawlTargetReconciler) recordFailure(s *targetScope, at time.Time, why,
 		st.RetryAfter = s.index.Status.RetryAfter
 	}
 	s.failure = why
-	crawlsFinished.WithLabelValues("failed").Inc()
-	r.Recorder.Eventf(s.ct, nil, corev1.EventTypeWarning, crawlv1.ReasonCrawlFailed, "Crawl",
-		"crawl %d failed (%d in a row): %s", st.Runs, st.ConsecutiveFailures, why)
+	runs, failures := st.Runs, st.ConsecutiveFailures
+	s.onCommit(func() {
+		crawlsFinished.WithLabelValues("failed").Inc()
+		r.Recorder.Eventf(s.ct, nil, corev1.EventTypeWarning, crawlv1.ReasonCrawlFailed, "Crawl",
+			"crawl %d failed (%d in a row): %s", runs, failures, why)
+	})
 }
 
 // startCrawl starts a crawl when one is due and the fleet has room: one
@@ -387,9 +481,10 @@ func (r *CrawlTargetReconciler) startCrawl(ctx context.Context, s *targetScope) 
 		return false, err
 	}
 	if own := fleet.byTarget[s.ct.UID]; own != nil {
-		// The cache is behind: this target's crawl is already running.
+		// The status is behind the cluster (a stale cache, or a crash
+		// between creating the Pod and recording it): adopt the run.
+		adoptRun(&s.ct.Status, own)
 		s.active = own
-		s.requeueAfter(time.Second)
 		return true, nil
 	}
 	if other, busy := fleet.busyHosts[crawlpod.HostHash(s.site.Host)]; busy {
@@ -430,9 +525,8 @@ func (r *CrawlTargetReconciler) startCrawl(ctx context.Context, s *targetScope) 
 // the run number, so repeating this after a crash adopts what exists.
 func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, node EgressNode) error {
 	st := &s.ct.Status
-	requested, isRequested := CrawlRequested(s.ct)
 	run := crawlpod.Run{Target: s.ct, Site: s.site, Number: st.Runs + 1, Node: node.Name, NodeIP: node.IP}
-	if isRequested {
+	if requested, ok := CrawlRequested(s.ct); ok {
 		run.RequestedAt = requested
 	}
 	token, err := r.runToken(ctx, run)
@@ -441,20 +535,47 @@ func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, n
 	}
 	run.TokenSHA256 = crawlpod.TokenSHA256(token)
 	pod := crawlpod.Pod(run, r.Pod)
-	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+	err = r.Create(ctx, pod)
+	if apierrors.IsAlreadyExists(err) {
+		// A previous attempt created it: adopt it if it is this target's.
+		existing := &corev1.Pod{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), existing); err != nil {
+			return fmt.Errorf("get crawler Pod %s: %w", pod.Name, err)
+		}
+		if ref := metav1.GetControllerOf(existing); ref == nil || ref.UID != s.ct.UID {
+			return fmt.Errorf("pod %s exists and does not belong to this CrawlTarget", pod.Name)
+		}
+		adoptRun(st, existing)
+		if crawlpod.Finished(existing) {
+			s.requeueAfter(conflictRequeue)
+		} else {
+			s.active = existing
+		}
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("create crawler Pod: %w", err)
 	}
-	st.Runs = run.Number
-	st.EgressNode, st.EgressIP = node.Name, node.IP
-	if isRequested {
-		st.LastHandledRequestedAt = requested
+	adoptRun(st, pod)
+	s.active = pod
+	s.onCommit(func() {
+		crawlsStarted.Inc()
+		r.Recorder.Eventf(s.ct, pod, corev1.EventTypeNormal, "CrawlStarted", "Crawl",
+			"crawl %d of %s started on egress node %s (%s)", run.Number, s.site, node.Name, node.IP)
+	})
+	return nil
+}
+
+// adoptRun makes the status describe the run of pod: its number, egress
+// node and the crawl request it answers.
+func adoptRun(st *crawlv1.CrawlTargetStatus, pod *corev1.Pod) {
+	st.Runs = crawlpod.RunNumber(pod)
+	st.EgressNode = pod.Annotations[crawlpod.AnnotationEgressNode]
+	st.EgressIP = pod.Annotations[crawlpod.AnnotationEgressIP]
+	if v := pod.Annotations[crawlpod.AnnotationRequestedAt]; v != "" {
+		st.LastHandledRequestedAt = v
 	}
 	st.NextCrawlTime = nil
-	s.active = pod
-	crawlsStarted.Inc()
-	r.Recorder.Eventf(s.ct, pod, corev1.EventTypeNormal, "CrawlStarted", "Crawl",
-		"crawl %d of %s started on egress node %s (%s)", run.Number, s.site, node.Name, node.IP)
-	return nil
 }
 
 // runToken creates the run's Secret with a fresh token, or reads the token
@@ -556,9 +677,9 @@ func (r *CrawlTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Pod{}).
 		Owns(&crawlv1.SiteIndex{}).
 		Watches(&crawlv1.Exclusion{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfExclusion)).
-		// When a site's owner goes away, its duplicates take over.
-		Watches(&crawlv1.CrawlTarget{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfSameSite),
-			builder.WithPredicates(deletedOnly())).
+		// When a site's owner goes away or moves to another site, its
+		// duplicates take over.
+		Watches(&crawlv1.CrawlTarget{}, r.siteOwnerChanges()).
 		Named("crawltarget").
 		Complete(r)
 }
@@ -571,6 +692,30 @@ func (r *CrawlTargetReconciler) targetsOfExclusion(ctx context.Context, o client
 		return nil
 	}
 	return requestsFor(targets)
+}
+
+// siteOwnerChanges enqueues the targets of a site whose set of targets
+// changed: on deletion, and on a spec.url change for both the old and the
+// new site.
+func (r *CrawlTargetReconciler) siteOwnerChanges() handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		for _, o := range objs {
+			for _, req := range r.targetsOfSameSite(ctx, o) {
+				q.Add(req)
+			}
+		}
+	}
+	return handler.Funcs{
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			oldCT, newCT := e.ObjectOld.(*crawlv1.CrawlTarget), e.ObjectNew.(*crawlv1.CrawlTarget)
+			if oldCT.Spec.URL != newCT.Spec.URL || !newCT.DeletionTimestamp.IsZero() {
+				enqueue(ctx, q, oldCT, newCT)
+			}
+		},
+	}
 }
 
 func (r *CrawlTargetReconciler) targetsOfSameSite(ctx context.Context, o client.Object) []reconcile.Request {

@@ -134,10 +134,22 @@ func TestSuccessfulCrawlUpdatesStatusAndIndex(t *testing.T) {
 	podCountStays(t, ct, 1, time.Second, "no second crawl before the interval")
 	// Recrawl once the interval has passed.
 	op.passNextCrawlTime(t, ct)
-	waitPod(t, ct, 2)
+	pod2 := waitPod(t, ct, 2)
 	got = getTarget(t, ct)
 	if c := readyCondition(got); c.Status != metav1.ConditionTrue {
 		t.Errorf("Ready flapped during the recrawl: %+v", c)
+	}
+	// The recrawl's progress does not replace the complete index.
+	setPodPhase(t, pod2, corev1.PodRunning, 0)
+	if code, body := postReport(t, op, pod2, runToken(t, pod2), result.Report{Result: result.Crawl{Pages: pages(base, 1)}}); code != http.StatusOK {
+		t.Fatalf("recrawl progress: %d %s", code, body)
+	}
+	si := &crawlv1.SiteIndex{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ct), si); err != nil {
+		t.Fatal(err)
+	}
+	if len(si.Status.Pages) != 5 || si.Status.Progress == nil || si.Status.Progress.Pages != 1 {
+		t.Errorf("recrawl progress replaced the index: %d pages, progress %+v", len(si.Status.Pages), si.Status.Progress)
 	}
 	if got.Status.EgressNode != "egress-ok" {
 		t.Errorf("site moved nodes: %s", got.Status.EgressNode)
@@ -198,6 +210,25 @@ func TestResultsEndpointRefusesBadReports(t *testing.T) {
 			}
 		})
 	}
+
+	// A Pod that only looks like a crawler run (same labels, owner and a
+	// token hash of its maker's choosing) is not the target's current run.
+	fakeToken, fakeSum, _ := crawlpod.NewToken()
+	fake := pod.DeepCopy()
+	fake.ObjectMeta = metav1.ObjectMeta{Name: "res-impostor", Namespace: ns, Labels: pod.Labels,
+		Annotations: map[string]string{crawlpod.AnnotationSite: pod.Annotations[crawlpod.AnnotationSite], crawlpod.AnnotationTokenSHA256: fakeSum},
+		OwnerReferences: pod.OwnerReferences}
+	fake.Status = corev1.PodStatus{}
+	if err := k8s.Create(context.Background(), fake); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "impostor in the cache", func() error {
+		code, body := postReport(t, op, fake, fakeToken, result.Report{Final: true, Result: result.Crawl{Pages: pages("https://res.example.com", 1)}})
+		if code != http.StatusForbidden || !strings.Contains(body, "not the current run") {
+			return fmt.Errorf("impostor report: %d %s", code, body)
+		}
+		return nil
+	})
 
 	// Off-site pages are dropped and the budget holds, whatever the Pod says.
 	rep := result.Report{Final: true, Result: result.Crawl{Pages: append(
@@ -490,5 +521,105 @@ func TestCustomEgressLabelAndTaint(t *testing.T) {
 	}
 	if tol := pod.Spec.Tolerations; len(tol) == 0 || tol[0].Key != "dedicated" || tol[0].Effect != corev1.TaintEffectNoExecute {
 		t.Errorf("tolerations = %+v", tol)
+	}
+}
+
+// A Pod that never starts (its node gone, its image unpullable) must not
+// hold its host for ever: after its deadline plus a grace period the
+// operator deletes it and counts a failure.
+func TestStuckCrawlerPodIsGivenUp(t *testing.T) {
+	createEgressNode(t, "egress-stuck", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "stuck", "https://stuck.example.com/")
+	pod := waitPod(t, ct, 1)
+	podCountStays(t, ct, 1, time.Second, "a Pending Pod is left alone before its deadline")
+	op.clock.SetTime(pod.CreationTimestamp.Add(testDeadline + 11*time.Minute))
+	poke(t, ct)
+	got := waitReady(t, ct, metav1.ConditionFalse, crawlv1.ReasonCrawlFailed)
+	if !strings.Contains(readyCondition(got).Message, "did not finish within") {
+		t.Errorf("message = %q", readyCondition(got).Message)
+	}
+	eventually(t, "stuck Pod deleted", func() error {
+		return isNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+	})
+}
+
+// The crawler may end badly after its final result was stored (its last
+// request got no answer); the stored result still counts, and the site is
+// not crawled again.
+func TestStoredResultCountsWhenThePodFails(t *testing.T) {
+	createEgressNode(t, "egress-stored", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "stored", "https://stored.example.com/")
+	pod := waitPod(t, ct, 1)
+	setPodPhase(t, pod, corev1.PodRunning, 0)
+	token := runToken(t, pod)
+	final := result.Report{Final: true, Result: result.Crawl{Pages: pages("https://stored.example.com", 3)}}
+	if code, body := postReport(t, op, pod, token, final); code != http.StatusOK {
+		t.Fatalf("final report: %d %s", code, body)
+	}
+	// The same final report again (the first answer was lost) is fine.
+	if code, body := postReport(t, op, pod, token, final); code != http.StatusOK {
+		t.Errorf("repeated final report: %d %s", code, body)
+	}
+	setPodPhase(t, pod, corev1.PodFailed, 1)
+	got := waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled)
+	if got.Status.PagesIndexed != 3 || got.Status.ConsecutiveFailures != 0 {
+		t.Errorf("status = %+v", got.Status)
+	}
+	podCountStays(t, ct, 1, time.Second, "no second crawl")
+}
+
+// A crash between creating the Pod and recording it leaves the status a run
+// behind; the operator adopts the running Pod instead of starting another.
+func TestLostStatusAdoptsTheRunningPod(t *testing.T) {
+	createEgressNode(t, "egress-adopt", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "adopt", "https://adopt.example.com/")
+	pod := waitPod(t, ct, 1)
+	op.Stop()
+	// Forget the run, as if the status patch had never landed.
+	lost := getTarget(t, ct)
+	lost.Status.Runs, lost.Status.EgressNode, lost.Status.EgressIP = 0, "", ""
+	if err := k8s.Status().Update(context.Background(), lost); err != nil {
+		t.Fatal(err)
+	}
+	op2 := startOperator(t, operatorOptions{})
+	eventually(t, "run adopted", func() error {
+		if st := getTarget(t, ct).Status; st.Runs != 1 || st.EgressNode != "egress-adopt" {
+			return fmt.Errorf("runs = %d, node = %q", st.Runs, st.EgressNode)
+		}
+		return nil
+	})
+	podCountStays(t, ct, 1, time.Second, "no second Pod")
+	finishCrawl(t, op2, pod, "https://adopt.example.com", 2)
+	waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled)
+}
+
+// Moving spec.url to another site stops the old site's crawl and crawls the
+// new site at once: nothing known about the old site applies.
+func TestURLChangeStartsOver(t *testing.T) {
+	createEgressNode(t, "egress-move", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "move", "https://old-site.example.com/")
+	finishCrawl(t, op, waitPod(t, ct, 1), "https://old-site.example.com", 4)
+	waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled)
+
+	moved := getTarget(t, ct)
+	moved.Spec.URL = "https://new-site.example.com/"
+	if err := k8s.Update(context.Background(), moved); err != nil {
+		t.Fatal(err)
+	}
+	pod := waitPod(t, ct, 2)
+	if site := pod.Annotations[crawlpod.AnnotationSite]; site != "https://new-site.example.com:443" {
+		t.Errorf("new crawl is of %s", site)
+	}
+	got := waitReady(t, ct, metav1.ConditionFalse, crawlv1.ReasonCrawling)
+	if got.Status.PagesIndexed != 0 || got.Status.LastCrawlTime != nil || siteIndexPages(t, ct) != 0 {
+		t.Errorf("old site's results kept: %+v", got.Status)
 	}
 }

@@ -25,13 +25,15 @@ func (r *CrawlTargetReconciler) renderStatus(before *crawlv1.CrawlTarget, s *tar
 		readyStatus = metav1.ConditionTrue
 	}
 	if setCondition(&st.Conditions, ct.Generation, crawlv1.ConditionReady, readyStatus, ready) {
-		r.eventForReady(ct, ready)
+		s.onCommit(func() { r.eventForReady(ct, ready) })
 	}
 	setOrRemove(&st.Conditions, ct.Generation, crawlv1.ConditionStalled, stalled)
 	setOrRemove(&st.Conditions, ct.Generation, crawlv1.ConditionReconciling, reconciling)
 	if s.active != nil {
 		setCondition(&st.Conditions, ct.Generation, crawlv1.ConditionCrawling, metav1.ConditionTrue,
 			reason{crawlv1.ReasonCrawling, fmt.Sprintf("crawl %d runs in Pod %s on %s (%s)", st.Runs, s.active.Name, st.EgressNode, st.EgressIP)})
+	} else if s.verdict.wait.set() {
+		setCondition(&st.Conditions, ct.Generation, crawlv1.ConditionCrawling, metav1.ConditionFalse, s.verdict.wait)
 	} else {
 		setCondition(&st.Conditions, ct.Generation, crawlv1.ConditionCrawling, metav1.ConditionFalse,
 			reason{crawlv1.ReasonIdle, "no crawl is running"})
@@ -40,14 +42,31 @@ func (r *CrawlTargetReconciler) renderStatus(before *crawlv1.CrawlTarget, s *tar
 }
 
 // readiness decides the Ready, Stalled and Reconciling reasons; an empty
-// Stalled or Reconciling reason removes that condition.
+// Stalled or Reconciling reason removes that condition. Until the first
+// successful crawl, waiting for capacity shows as Ready=False with reason
+// WaitingForCapacity, so the queue is visible.
 func readiness(before *crawlv1.CrawlTarget, s *targetScope) (ready, stalled, reconciling reason) {
 	st := &s.ct.Status
 	succeeded := st.LastCrawlTime != nil && st.ConsecutiveFailures == 0
 	switch {
 	case s.verdict.block.set():
 		return s.verdict.block, s.verdict.block, reason{}
-	case s.active != nil && !succeeded:
+	case succeeded:
+		// A target with a good index stays Ready while it is recrawled or
+		// waits for a slot; the Crawling condition and phase tell those.
+		msg := fmt.Sprintf("%d pages indexed at %s", st.PagesIndexed, st.LastCrawlTime.UTC().Format(time.RFC3339))
+		switch {
+		case s.active != nil:
+			msg += "; recrawl running"
+		case s.verdict.wait.set():
+			msg += "; recrawl waiting: " + s.verdict.wait.Message
+		case s.ct.Spec.Suspend:
+			msg += "; suspended"
+		case st.NextCrawlTime != nil:
+			msg += "; next crawl at " + st.NextCrawlTime.UTC().Format(time.RFC3339)
+		}
+		return reason{crawlv1.ReasonCrawled, msg}, reason{}, reason{}
+	case s.active != nil:
 		r := reason{crawlv1.ReasonCrawling, fmt.Sprintf("crawl %d of %s is running", st.Runs, st.Site)}
 		return r, reason{}, r
 	case s.verdict.wait.set():
@@ -67,17 +86,6 @@ func readiness(before *crawlv1.CrawlTarget, s *targetScope) (ready, stalled, rec
 			retry = "retry at " + st.NextCrawlTime.UTC().Format(time.RFC3339)
 		}
 		return reason{crawlv1.ReasonCrawlFailed, msg}, reason{}, reason{crawlv1.ReasonCrawlFailed, retry + " (" + fmt.Sprint(st.ConsecutiveFailures) + " failures in a row)"}
-	case succeeded:
-		msg := fmt.Sprintf("%d pages indexed at %s", st.PagesIndexed, st.LastCrawlTime.UTC().Format(time.RFC3339))
-		switch {
-		case s.active != nil:
-			msg += "; recrawl running"
-		case s.ct.Spec.Suspend:
-			msg += "; suspended"
-		case st.NextCrawlTime != nil:
-			msg += "; next crawl at " + st.NextCrawlTime.UTC().Format(time.RFC3339)
-		}
-		return reason{crawlv1.ReasonCrawled, msg}, reason{}, reason{}
 	case s.ct.Spec.Suspend:
 		return reason{crawlv1.ReasonSuspended, "suspended before its first crawl"}, reason{}, reason{}
 	default:

@@ -53,12 +53,6 @@ func RegisterMetrics(cache client.Reader) {
 		exclusionsEnforced, purgedPages, &stateCollector{cache: cache})
 }
 
-func observeDuration(pod *corev1.Pod, finished time.Time) {
-	if start := podStartedAt(pod); !start.IsZero() && finished.After(start) {
-		crawlDuration.Observe(finished.Sub(start).Seconds())
-	}
-}
-
 type stateCollector struct{ cache client.Reader }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {

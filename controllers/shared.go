@@ -9,8 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
@@ -104,15 +102,6 @@ func requestsFor(targets []crawlv1.CrawlTarget) []reconcile.Request {
 		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
 	}
 	return out
-}
-
-func deletedOnly() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return true },
-	}
 }
 
 // podFinishedAt is when the crawler container ended, or fallback.

@@ -35,6 +35,8 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, "..", &restConfig, &k8s))
 }
 
+const testDeadline = 100 * time.Hour
+
 // operator is one running manager with both reconcilers, as cmd/manager
 // wires them, plus the results endpoint on a loopback test server.
 type operator struct {
@@ -77,7 +79,9 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 			Image:          "crawler:test",
 			ResultsURL:     "http://results.test:8083",
 			MinDelay:       time.Second,
-			ActiveDeadline: 30 * time.Minute,
+			// Far beyond the clock jumps of the schedule tests, which would
+			// otherwise make every Pod look stuck.
+			ActiveDeadline: testDeadline,
 			Resources:      crawlpod.DefaultResources(),
 			Egress:         opts.egress,
 		},
@@ -94,6 +98,7 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 	}
 	srv := &results.Server{
 		Client: mgr.GetClient(),
+		Reader: mgr.GetAPIReader(),
 		Clock:  clk,
 		Excluded: func(ctx context.Context, host string) (bool, error) {
 			return Excluded(ctx, mgr.GetClient(), host)

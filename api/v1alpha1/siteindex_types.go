@@ -98,6 +98,17 @@ type IndexStats struct {
 	Skipped int32 `json:"skipped,omitempty"`
 }
 
+// CrawlProgress follows a recrawl while it runs, leaving the pages of the
+// last complete crawl in place until the new one delivers its result.
+type CrawlProgress struct {
+	// +kubebuilder:validation:MaxLength=253
+	Run string `json:"run"`
+	// Pages is how many pages the run has indexed so far.
+	Pages int32 `json:"pages"`
+	// +optional
+	UpdatedAt *metav1.Time `json:"updatedAt,omitempty"`
+}
+
 // SiteIndexStatus is what the latest crawl of the site found.
 type SiteIndexStatus struct {
 	// +kubebuilder:validation:MaxItems=20
@@ -126,6 +137,10 @@ type SiteIndexStatus struct {
 	// site asked the bot to back off.
 	// +optional
 	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
+	// Progress follows a recrawl in progress; Pages keep the last complete
+	// crawl until it ends.
+	// +optional
+	Progress *CrawlProgress `json:"progress,omitempty"`
 }
 
 // SiteIndex holds the pages found by the latest crawl of one site. It has

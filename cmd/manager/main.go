@@ -172,6 +172,7 @@ func run(o options) error {
 
 	resultsServer := &results.Server{
 		Client: mgr.GetClient(),
+		Reader: mgr.GetAPIReader(),
 		Clock:  clock.RealClock{},
 		Excluded: func(ctx context.Context, host string) (bool, error) {
 			return controllers.Excluded(ctx, mgr.GetClient(), host)

@@ -119,3 +119,16 @@ func cutAll(in []string, maxItems, maxLen int) []string {
 	}
 	return out
 }
+
+// Merge decides what a report does to the SiteIndex status. A final report
+// replaces it. Progress replaces it too during a site's first crawl, so the
+// pages show up as they come; on a recrawl, progress is only counted, and
+// the pages of the last complete crawl stay until the new one has ended.
+func Merge(current, report crawlv1.SiteIndexStatus, now time.Time) crawlv1.SiteIndexStatus {
+	if report.Complete || !current.Complete {
+		return report
+	}
+	next := current
+	next.Progress = &crawlv1.CrawlProgress{Run: report.Run, Pages: report.Stats.Pages, UpdatedAt: &metav1.Time{Time: now}}
+	return next
+}

@@ -133,3 +133,27 @@ func TestIndexStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestMerge(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	page := func(u string) crawlv1.IndexedPage { return crawlv1.IndexedPage{URL: u} }
+	complete := crawlv1.SiteIndexStatus{Run: "t-crawl-1", Complete: true,
+		Pages: []crawlv1.IndexedPage{page("a"), page("b")}, Stats: crawlv1.IndexStats{Pages: 2}}
+	progress := crawlv1.SiteIndexStatus{Run: "t-crawl-2", Pages: []crawlv1.IndexedPage{page("c")}, Stats: crawlv1.IndexStats{Pages: 1}}
+	final := crawlv1.SiteIndexStatus{Run: "t-crawl-2", Complete: true, Pages: []crawlv1.IndexedPage{page("c"), page("d"), page("e")}}
+
+	// First crawl: progress shows as pages.
+	if got := Merge(crawlv1.SiteIndexStatus{}, progress, now); len(got.Pages) != 1 || got.Progress != nil {
+		t.Errorf("first crawl progress = %+v", got)
+	}
+	// Recrawl: the complete pages stay, progress is counted.
+	got := Merge(complete, progress, now)
+	if len(got.Pages) != 2 || got.Run != "t-crawl-1" || !got.Complete ||
+		got.Progress == nil || got.Progress.Run != "t-crawl-2" || got.Progress.Pages != 1 || !got.Progress.UpdatedAt.Time.Equal(now) {
+		t.Errorf("recrawl progress = %+v", got)
+	}
+	// The final result replaces everything, progress included.
+	if got := Merge(got, final, now); len(got.Pages) != 3 || got.Run != "t-crawl-2" || got.Progress != nil {
+		t.Errorf("final = %+v", got)
+	}
+}

@@ -32,7 +32,11 @@ const DefaultMaxBody = 2 << 20
 
 // Server serves POST /v1/runs/{namespace}/{pod}.
 type Server struct {
-	Client  client.Client
+	Client client.Client
+	// Reader reads the CrawlTarget and SiteIndex from the API server: a
+	// stale cache must not decide which run is current or what it
+	// overwrites.
+	Reader  client.Reader
 	Clock   clock.PassiveClock
 	MaxBody int64
 	// Excluded reports whether a host is covered by an Exclusion; reports of
@@ -147,7 +151,7 @@ func (s *Server) target(ctx context.Context, pod *corev1.Pod) (*crawlv1.CrawlTar
 		return nil, site.Site{}, fail(http.StatusForbidden, "run has no CrawlTarget")
 	}
 	ct := &crawlv1.CrawlTarget{}
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref.Name}, ct); err != nil {
+	if err := s.reader().Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref.Name}, ct); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, site.Site{}, fail(http.StatusConflict, "CrawlTarget %s is gone", ref.Name)
 		}
@@ -156,6 +160,12 @@ func (s *Server) target(ctx context.Context, pod *corev1.Pod) (*crawlv1.CrawlTar
 	owner, err := site.Parse(ct.Spec.URL)
 	if ct.UID != ref.UID || err != nil || owner.String() != pod.Annotations[crawlpod.AnnotationSite] {
 		return nil, site.Site{}, fail(http.StatusConflict, "CrawlTarget %s no longer matches this run", ref.Name)
+	}
+	// Only the run the operator started and recorded may write: a Pod that
+	// merely looks like a crawler (anyone who may create Pods could make
+	// one) is not it.
+	if pod.Name != crawlpod.PodName(ct.Name, ct.Status.Runs) {
+		return nil, site.Site{}, fail(http.StatusForbidden, "pod %s is not the current run of CrawlTarget %s", pod.Name, ct.Name)
 	}
 	if s.Excluded != nil {
 		excluded, err := s.Excluded(ctx, owner.Host)
@@ -171,21 +181,39 @@ func (s *Server) target(ctx context.Context, pod *corev1.Pod) (*crawlv1.CrawlTar
 
 func (s *Server) store(ctx context.Context, pod *corev1.Pod, ct *crawlv1.CrawlTarget, owner site.Site, rep result.Report) (int, error) {
 	si := &crawlv1.SiteIndex{}
-	if err := s.Client.Get(ctx, client.ObjectKeyFromObject(ct), si); err != nil {
+	if err := s.reader().Get(ctx, client.ObjectKeyFromObject(ct), si); err != nil {
 		return 0, err
 	}
 	if !metav1.IsControlledBy(si, ct) {
 		return 0, fail(http.StatusConflict, "SiteIndex %s is not owned by the CrawlTarget", si.Name)
 	}
 	if si.Status.Run == pod.Name && si.Status.Complete {
+		if rep.Final {
+			// A repeat of the stored final result, whose answer was lost.
+			return len(si.Status.Pages), nil
+		}
 		return 0, fail(http.StatusConflict, "run %s already delivered its final result", pod.Name)
 	}
 	before := si.DeepCopy()
-	si.Status = IndexStatus(rep, owner, pod.Name, int(crawlpod.MaxPages(ct.Spec)), s.now())
-	if err := s.Client.Status().Patch(ctx, si, client.MergeFrom(before)); err != nil {
+	now := s.now()
+	si.Status = Merge(si.Status, IndexStatus(rep, owner, pod.Name, int(crawlpod.MaxPages(ct.Spec)), now), now)
+	// The optimistic lock keeps a late request from overwriting a newer
+	// write; the crawler retries a 503.
+	err := s.Client.Status().Patch(ctx, si, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return 0, fail(http.StatusServiceUnavailable, "the SiteIndex changed meanwhile, retry")
+	}
+	if err != nil {
 		return 0, fmt.Errorf("write SiteIndex status: %w", err)
 	}
 	return len(si.Status.Pages), nil
+}
+
+func (s *Server) reader() client.Reader {
+	if s.Reader != nil {
+		return s.Reader
+	}
+	return s.Client
 }
 
 func (s *Server) now() time.Time {

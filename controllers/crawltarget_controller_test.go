@@ -216,7 +216,7 @@ func TestResultsEndpointRefusesBadReports(t *testing.T) {
 	fakeToken, fakeSum, _ := crawlpod.NewToken()
 	fake := pod.DeepCopy()
 	fake.ObjectMeta = metav1.ObjectMeta{Name: "res-impostor", Namespace: ns, Labels: pod.Labels,
-		Annotations: map[string]string{crawlpod.AnnotationSite: pod.Annotations[crawlpod.AnnotationSite], crawlpod.AnnotationTokenSHA256: fakeSum},
+		Annotations:     map[string]string{crawlpod.AnnotationSite: pod.Annotations[crawlpod.AnnotationSite], crawlpod.AnnotationTokenSHA256: fakeSum},
 		OwnerReferences: pod.OwnerReferences}
 	fake.Status = corev1.PodStatus{}
 	if err := k8s.Create(context.Background(), fake); err != nil {

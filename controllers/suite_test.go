@@ -76,9 +76,9 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 		Recorder:  mgr.GetEventRecorder("crawltarget-controller"),
 		Clock:     clk,
 		Pod: crawlpod.Config{
-			Image:          "crawler:test",
-			ResultsURL:     "http://results.test:8083",
-			MinDelay:       time.Second,
+			Image:      "crawler:test",
+			ResultsURL: "http://results.test:8083",
+			MinDelay:   time.Second,
 			// Far beyond the clock jumps of the schedule tests, which would
 			// otherwise make every Pod look stuck.
 			ActiveDeadline: testDeadline,

@@ -15,12 +15,28 @@ RESULTS=127.0.0.1:8083
 SITE=127.0.0.1:8090
 
 step() { printf '\n==> %s\n' "$*"; }
-alive() { [ -f "$DEV/$1.pid" ] && kill -0 "$(cat "$DEV/$1.pid")" 2>/dev/null; }
+alive() {
+	local pid
+	[ -f "$DEV/$1.pid" ] || return 1
+	pid=$(cat "$DEV/$1.pid")
+	kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "bin/$1"
+}
+
+listening() { (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null; }
+
+# port_free NAME ADDR: refuse to start NAME when something else holds ADDR.
+port_free() {
+	if listening "$2"; then
+		echo "cannot start $1: $2 is already in use by another program (stop it, or run make dev-cluster-down)" >&2
+		exit 1
+	fi
+}
 
 wait_port() { # name addr
 	for _ in $(seq 1 60); do
-		(exec 3<>"/dev/tcp/${2%:*}/${2#*:}") 2>/dev/null && return 0
-		alive "$1" || { echo "$1 exited; last lines of $DEV/$1.log:" >&2; tail -n 20 "$DEV/$1.log" >&2; exit 1; }
+		# Just started: the pid may still be the shell about to exec it.
+		kill -0 "$(cat "$DEV/$1.pid")" 2>/dev/null || { echo "$1 exited; last lines of $DEV/$1.log:" >&2; tail -n 20 "$DEV/$1.log" >&2; exit 1; }
+		listening "$2" && return 0
 		sleep 0.5
 	done
 	echo "$1 is not listening on $2" >&2; exit 1
@@ -36,6 +52,8 @@ $KUBECTL wait --for=condition=Established --timeout=60s \
 
 step "Running the manager (index: SQLite in $DEV/index.db, API on http://$INDEX)"
 if ! alive manager; then
+	port_free manager $INDEX
+	port_free manager $RESULTS
 	# --crawler-allow-private: the sample site is on loopback, which the
 	# crawler refuses everywhere else.
 	nohup bin/manager \
@@ -56,6 +74,7 @@ wait_port manager $INDEX
 
 step "Serving the sample site on http://$SITE/"
 if ! alive samplesite; then
+	port_free samplesite $SITE
 	nohup bin/samplesite --addr=$SITE >"$DEV/samplesite.log" 2>&1 &
 	echo $! >"$DEV/samplesite.pid"
 fi

@@ -10,7 +10,14 @@ DEV=.dev
 KUBECTL=bin/k8s/kubectl
 export KUBECONFIG=$PWD/bin/kubeconfig
 
-alive() { [ -f "$DEV/$1.pid" ] && kill -0 "$(cat "$DEV/$1.pid")" 2>/dev/null; }
+# alive NAME: the pid file names a live process that runs bin/NAME (a
+# recycled pid after a reboot belongs to someone else).
+alive() {
+	local pid
+	[ -f "$DEV/$1.pid" ] || return 1
+	pid=$(cat "$DEV/$1.pid")
+	kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "bin/$1"
+}
 
 stop() {
 	local name=$1
@@ -31,6 +38,10 @@ up() {
 		echo "dev cluster already running (KUBECONFIG=bin/kubeconfig)"
 		return
 	fi
+	# A manager or sample site from an earlier cluster would talk to a
+	# control plane that is gone.
+	stop manager
+	stop samplesite
 	rm -f bin/kubeconfig
 	nohup bin/devcluster --bin-dir bin/k8s --dir "$DEV/cluster" --kubeconfig-out bin/kubeconfig \
 		--crawler bin/crawler >"$DEV/devcluster.log" 2>&1 &

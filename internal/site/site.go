@@ -6,6 +6,7 @@ package site
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 )
@@ -71,6 +72,10 @@ func InDomain(host, domain string) bool {
 	domain = strings.TrimSuffix(strings.ToLower(domain), ".")
 	if host == "" || domain == "" {
 		return false
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		// An address has no subdomains: 10.0.0.1 is not "in" 0.0.1.
+		return host == domain
 	}
 	return host == domain || strings.HasSuffix(host, "."+domain)
 }

@@ -48,6 +48,8 @@ func TestInDomain(t *testing.T) {
 		{"example.com", "", false},
 		{"1.2.3.4", "1.2.3.4", true},
 		{"11.2.3.4", "1.2.3.4", false},
+		{"10.0.0.1", "0.0.1", false},
+		{"10.0.0.1", "0.1", false},
 	}
 	for _, tt := range tests {
 		if got := InDomain(tt.host, tt.domain); got != tt.want {

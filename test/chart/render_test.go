@@ -222,7 +222,7 @@ func TestCrawlerNetworkPolicy(t *testing.T) {
 	np := find(mustRender(t, nil), "NetworkPolicy", "")
 	b, _ := yaml.Marshal(np.Object["spec"])
 	spec := string(b)
-	for _, want := range []string{"cidr: 0.0.0.0/0", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16",
+	for _, want := range []string{"cidr: 0.0.0.0/0", "79.139.58.98/32", "79.139.58.121/32", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16",
 		"100.64.0.0/10", "127.0.0.0/8", "port: 53", "port: 8083", "lohisoftbot-crawler", "- Ingress", "- Egress"} {
 		if !strings.Contains(spec, want) {
 			t.Errorf("NetworkPolicy lacks %q:\n%s", want, spec)
@@ -302,6 +302,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		"bad duration":             {map[string]any{"crawler": map[string]any{"minCrawlDelay": "1 second"}}, "minCrawlDelay"},
 		"bad pull policy":          {map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "pullPolicy"},
 		"zero crawls per node":     {map[string]any{"crawler": map[string]any{"maxCrawlsPerNode": 0}}, "maxCrawlsPerNode"},
+		"two replicas without leader election": {map[string]any{"storage": map[string]any{"type": "postgres", "postgres": map[string]any{"existingSecret": "x"}},
+			"manager": map[string]any{"replicas": 2, "leaderElection": false}}, "leaderElection"},
 		"taint without effect":     {map[string]any{"egress": map[string]any{"nodeTaint": "dedicated=crawler"}}, "nodeTaint"},
 		"ips.json over plain HTTP": {map[string]any{"bot": map[string]any{"ipsURL": "http://lohisoft.com/bot/ips.json"}}, "ipsURL"},
 	}

@@ -133,7 +133,10 @@ func (a *Agent) start(ctx context.Context, key string, pod *corev1.Pod) error {
 		return err
 	}
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), flatten(env)...)
+	// Only the Pod's own environment: in particular not the agent's
+	// KUBECONFIG, so crawler processes hold no cluster credentials here
+	// either.
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + os.TempDir(), "TMPDIR=" + os.TempDir()}, flatten(env)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = os.TempDir()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

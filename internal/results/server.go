@@ -33,9 +33,9 @@ const DefaultMaxBody = 2 << 20
 // Server serves POST /v1/runs/{namespace}/{pod}.
 type Server struct {
 	Client client.Client
-	// Reader reads the CrawlTarget and SiteIndex from the API server: a
-	// stale cache must not decide which run is current or what it
-	// overwrites.
+	// Reader reads the Pod, CrawlTarget and SiteIndex from the API server:
+	// a stale cache must not decide which run is live and current, or what
+	// it overwrites.
 	Reader  client.Reader
 	Clock   clock.PassiveClock
 	MaxBody int64
@@ -106,8 +106,10 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, ns, name str
 	if !ok || token == "" {
 		return nil, fail(http.StatusUnauthorized, "missing bearer token")
 	}
+	// Read fresh: a Pod being deleted (an Exclusion, a user) must not
+	// deliver the partial result its crawler sends on SIGTERM.
 	pod := &corev1.Pod{}
-	err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)
+	err := s.reader().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)
 	if apierrors.IsNotFound(err) {
 		return nil, fail(http.StatusForbidden, "unknown run or wrong token")
 	}

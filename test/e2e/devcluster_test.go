@@ -360,7 +360,8 @@ func TestLocalClusterEndToEnd(t *testing.T) {
 	})
 
 	t.Run("crawler Pod deleted mid-crawl is retried", func(t *testing.T) {
-		site := startSite(t, "127.0.0.4", 6, 300*time.Millisecond)
+		// Slow enough (8 pages, ~5 s) that the deletion lands mid-crawl.
+		site := startSite(t, "127.0.0.4", 8, 600*time.Millisecond)
 		c.applyTarget(t, "gamma", site.url)
 		pod := &corev1.Pod{}
 		testutil.Eventually(t, 60*time.Second, "crawler running", func() error {
@@ -383,7 +384,7 @@ func TestLocalClusterEndToEnd(t *testing.T) {
 		// the way an operator would.
 		c.mustKubectl(t, "", "annotate", "crawltarget/gamma", "-n", "default", crawlv1.RequestedAtAnnotation+"=retry-now")
 		c.mustKubectl(t, "", "wait", "--for=condition=Ready", "--timeout=120s", "crawltarget/gamma", "-n", "default")
-		if ct := c.target(t, "gamma"); ct.Status.Runs != 2 || ct.Status.PagesIndexed != 6 {
+		if ct := c.target(t, "gamma"); ct.Status.Runs != 2 || ct.Status.PagesIndexed != 8 {
 			t.Errorf("status after retry = %+v", ct.Status)
 		}
 	})

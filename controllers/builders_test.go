@@ -191,3 +191,16 @@ func isNotFound(err error) error {
 	}
 	return err
 }
+
+// waitPodAfterPokes pokes a waiting target until it gets a crawler Pod:
+// capacity frees up without an event on the waiting target itself.
+func waitPodAfterPokes(t *testing.T, ct *crawlv1.CrawlTarget, what string) {
+	t.Helper()
+	eventually(t, what, func() error {
+		poke(t, ct)
+		if len(crawlerPods(t, ct)) == 0 {
+			return fmt.Errorf("no crawler Pod yet")
+		}
+		return nil
+	})
+}

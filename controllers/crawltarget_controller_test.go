@@ -299,13 +299,7 @@ func TestOneCrawlPerHostAcrossSites(t *testing.T) {
 	}
 	podCountStays(t, second, 0, time.Second, "no second crawl of the host")
 	finishCrawl(t, op, pod, "https://host.example.com", 2)
-	eventually(t, "second site crawled after the first", func() error {
-		poke(t, second)
-		if len(crawlerPods(t, second)) == 0 {
-			return fmt.Errorf("no pod yet")
-		}
-		return nil
-	})
+	waitPodAfterPokes(t, second, "second site crawled after the first")
 }
 
 func TestMaxCrawlsPerNode(t *testing.T) {
@@ -323,13 +317,7 @@ func TestMaxCrawlsPerNode(t *testing.T) {
 	}
 	// A slot frees up when a crawl ends, even a failed one.
 	setPodPhase(t, pb, corev1.PodFailed, 1)
-	eventually(t, "third target crawled once a slot is free", func() error {
-		poke(t, c)
-		if len(crawlerPods(t, c)) == 0 {
-			return fmt.Errorf("no pod yet")
-		}
-		return nil
-	})
+	waitPodAfterPokes(t, c, "third target crawled once a slot is free")
 }
 
 func TestNoEgressNodeIsReported(t *testing.T) {

@@ -36,6 +36,7 @@ import (
 	"github.com/lohisoft/crawl-operator/index/identity"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
 var (
@@ -160,19 +161,10 @@ func (o *operator) mustGet(t *testing.T, path string) response {
 	return r
 }
 
+// eventually retries check for up to 30 s.
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testutil.Eventually(t, 30*time.Second, what, check)
 }
 
 func suffix() string {

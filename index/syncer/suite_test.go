@@ -22,6 +22,7 @@ import (
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/index/store/sqlite"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
 // The suite runs one kube-apiserver and etcd (envtest) and, per test,
@@ -126,17 +127,7 @@ func setPages(t *testing.T, si *crawlv1.SiteIndex, titles map[string]string) {
 // eventually retries check for up to 30 s.
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testutil.Eventually(t, 30*time.Second, what, check)
 }
 
 // consistently fails when check fails within d.

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"hash/fnv"
-	"net/netip"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,7 +42,7 @@ func EgressNodes(nodes []corev1.Node, f EgressFilter) []EgressNode {
 		if !nodeReady(n) {
 			continue
 		}
-		ip := ExternalIPv4(n)
+		ip := crawlpod.ExternalIPv4(n)
 		if ip == "" {
 			continue
 		}
@@ -57,19 +56,6 @@ func EgressNodes(nodes []corev1.Node, f EgressFilter) []EgressNode {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
-}
-
-// ExternalIPv4 returns the first IPv4 ExternalIP of a Node, or "".
-func ExternalIPv4(n *corev1.Node) string {
-	for _, a := range n.Status.Addresses {
-		if a.Type != corev1.NodeExternalIP {
-			continue
-		}
-		if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
-			return ip.String()
-		}
-	}
-	return ""
 }
 
 func nodeReady(n *corev1.Node) bool {

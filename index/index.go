@@ -18,7 +18,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/lohisoft/crawl-operator/controllers"
 	"github.com/lohisoft/crawl-operator/crawler/verify"
 	"github.com/lohisoft/crawl-operator/index/api"
 	"github.com/lohisoft/crawl-operator/index/botpage"
@@ -218,7 +217,7 @@ func Published(nodes []corev1.Node, sel crawlpod.Egress, lookup func(node string
 		if !sel.Selects(n.Labels) || n.DeletionTimestamp != nil {
 			continue
 		}
-		ip := controllers.ExternalIPv4(n)
+		ip := crawlpod.ExternalIPv4(n)
 		if ip == "" || (len(expected) > 0 && !slices.Contains(expected, ip)) {
 			continue
 		}

@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/lohisoft/crawl-operator/controllers"
 	"github.com/lohisoft/crawl-operator/crawler/verify"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 )
@@ -109,7 +108,7 @@ func (c *Checker) SetupWithManager(mgr ctrl.Manager) error {
 			// check depends on matters.
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-				return c.isEgress(o) != c.isEgress(n) || controllers.ExternalIPv4(o) != controllers.ExternalIPv4(n)
+				return c.isEgress(o) != c.isEgress(n) || crawlpod.ExternalIPv4(o) != crawlpod.ExternalIPv4(n)
 			},
 			DeleteFunc:  func(event.DeleteEvent) bool { return true },
 			GenericFunc: func(event.GenericEvent) bool { return false },
@@ -148,7 +147,7 @@ func (c *Checker) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 }
 
 func (c *Checker) check(ctx context.Context, node *corev1.Node) Result {
-	res := Result{Node: node.Name, IP: controllers.ExternalIPv4(node), CheckedAt: c.now()}
+	res := Result{Node: node.Name, IP: crawlpod.ExternalIPv4(node), CheckedAt: c.now()}
 	if res.IP == "" {
 		res.Reason = "the Node has no IPv4 ExternalIP"
 		return res

@@ -10,6 +10,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -96,6 +97,20 @@ func (e Egress) Selects(labels map[string]string) bool {
 func (e Egress) Toleration() corev1.Toleration {
 	e = e.orDefault()
 	return corev1.Toleration{Key: e.TaintKey, Operator: corev1.TolerationOpEqual, Value: e.TaintValue, Effect: e.TaintEffect}
+}
+
+// ExternalIPv4 returns the first IPv4 ExternalIP of a Node, or "": the
+// public address an egress node crawls from.
+func ExternalIPv4(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type != corev1.NodeExternalIP {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
+			return ip.String()
+		}
+	}
+	return ""
 }
 
 // Taint is the taint egress nodes carry.

@@ -172,10 +172,7 @@ func (o *operator) passNextCrawlTime(t *testing.T, ct *crawlv1.CrawlTarget) {
 // unrelated edit would.
 func poke(t *testing.T, ct *crawlv1.CrawlTarget) {
 	t.Helper()
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"test/poke":"%d"}}}`, time.Now().UnixNano()))
-	if err := k8s.Patch(context.Background(), ct, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatal(err)
-	}
+	patchAnnotation(t, ct, "test/poke", fmt.Sprint(time.Now().UnixNano()))
 }
 
 func TestResultsEndpointRefusesBadReports(t *testing.T) {

@@ -1,6 +1,7 @@
 // Package percent holds the octet tests of RFC 3986 percent-encoding that
 // URL normalisation (urlnorm) and robots.txt matching (robots) both need,
-// so the two agree on what an escape is and which octets it may decode to.
+// so the two agree on what an escape is and which octets it may decode to,
+// and the RFC 3986 dot-segment removal both apply after decoding.
 package percent
 
 // IsHex reports whether c is a hexadecimal digit of a %XX escape.

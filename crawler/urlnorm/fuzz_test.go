@@ -4,13 +4,18 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/lohisoft/crawl-operator/crawler/internal/percent"
 )
 
 // FuzzNormalize checks, for any start URL or href: accepted URLs are
 // absolute http(s) with a host and no fragment, normalisation is
-// idempotent, and the normalised URL stays on its own site.
+// idempotent (Normalize of the result, and Resolve of it as an href, give
+// it back), the normalised URL stays on its own site, and its path has no
+// "." or ".." segment once unreserved escapes are decoded.
 func FuzzNormalize(f *testing.F) {
-	for _, s := range []string{"http://Example.COM:80/a/../b?x=%7e#f", "https://a.test./%e3%83%84", "//other.test/x", "../up?q", "javascript:alert(1)", "http://[::1]/", "HTTP://a.test:8080", "/a%2fb%41"} {
+	for _, s := range []string{"http://Example.COM:80/a/../b?x=%7e#f", "https://a.test./%e3%83%84", "//other.test/x", "../up?q", "javascript:alert(1)", "http://[::1]/", "HTTP://a.test:8080", "/a%2fb%41",
+		"/%2e%2e/disallowed/x", "/a/%2E%2e/../x", "/.%2e/x", "%2e%2e/%2e%2e/x/%2e", "/.//x//", `\a\..\b?c\..`, "/%252e%252e/x", "/a/..%2fb", "/x/..;/y", "http://a.test/%2e?%2e%2e/../x"} {
 		f.Add(s)
 	}
 	base, _ := url.Parse("http://base.test/dir/page")
@@ -45,5 +50,11 @@ func check(t *testing.T, in string, u *url.URL) {
 	}
 	if !SameSite(u, n) {
 		t.Fatalf("%q: normalising changed the site", in)
+	}
+	if p := canonicalEscapes(u.EscapedPath()); !strings.HasPrefix(p, "/") || percent.HasDotSegment(p) {
+		t.Fatalf("%q -> %q: path %q has a dot segment (or no leading slash)", in, u, p)
+	}
+	if r, ok := Resolve(u, u.String()); !ok || r.String() != u.String() {
+		t.Fatalf("%q -> %q: resolving it again gives %v (ok=%v)", in, u, r, ok)
 	}
 }

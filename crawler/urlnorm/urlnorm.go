@@ -83,11 +83,21 @@ func validPort(p string) bool {
 //   - empty path made "/";
 //   - percent-encoding canonical: unreserved characters decoded, other
 //     escapes upper-cased, so "/%7Ea" and "/~a" are one page;
+//   - then, after that decoding, dot segments removed (RFC 3986 §6.2.2
+//     order, remove_dot_segments of §5.2.4), so "/%2e%2e/x", "/.%2e/x"
+//     and "/a/../x" are all "/x": the path the crawler requests, and
+//     matches robots.txt against, has no "." or ".." segment that a
+//     server would resolve differently;
+//   - in the query, spaces, control and non-ASCII octets percent-encoded
+//     (as browsers send them, and as robots.txt matching compares them);
 //   - an empty query ("?") dropped.
 //
-// Dot segments are resolved by url.ResolveReference for relative links;
-// the query is otherwise kept as written, because parameter order can
-// matter to the server.
+// Empty segments ("//") and encoded slashes ("%2F") are kept: they are
+// different URLs to RFC 3986 and to some servers (robots.Policy.Allowed
+// allows for the servers that merge them). Escapes are decoded once:
+// "%252e" is "%2e" to the server, not a dot. The query is kept as written
+// apart from its escapes, because parameter order can matter and dots
+// there are data.
 func Normalize(u *url.URL) *url.URL {
 	n := *u
 	n.User = nil
@@ -107,17 +117,12 @@ func Normalize(u *url.URL) *url.URL {
 	} else {
 		n.Host = host
 	}
-	p := canonicalEscapes(n.EscapedPath())
-	if p == "" {
-		p = "/"
+	p := percent.RemoveDotSegments(canonicalEscapes(n.EscapedPath()))
+	if p == "" || p[0] != '/' {
+		p = "/" + p
 	}
-	if unesc, err := url.PathUnescape(p); err == nil {
-		n.Path, n.RawPath = unesc, ""
-		if n.EscapedPath() != p {
-			n.RawPath = p
-		}
-	}
-	n.RawQuery = canonicalEscapes(n.RawQuery)
+	setEscapedPath(&n, p)
+	n.RawQuery = encodeRaw(canonicalEscapes(n.RawQuery))
 	n.ForceQuery = false
 	return &n
 }
@@ -171,18 +176,33 @@ func SameSite(a, b *url.URL) bool { return Origin(a) == Origin(b) }
 // malformed references.
 func Resolve(base *url.URL, href string) (u *url.URL, ok bool) {
 	href = strings.TrimSpace(href)
-	// Browsers strip tabs and newlines anywhere in a URL.
-	href = strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' || r == '\r' {
-			return -1
+	// Browsers strip tabs and newlines anywhere in a URL. (Byte-wise:
+	// strings.Map would turn invalid UTF-8 into U+FFFD and change the URL.)
+	if strings.ContainsAny(href, "\t\n\r") {
+		b := make([]byte, 0, len(href))
+		for i := 0; i < len(href); i++ {
+			if c := href[i]; c != '\t' && c != '\n' && c != '\r' {
+				b = append(b, c)
+			}
 		}
-		return r
-	}, href)
+		href = string(b)
+	}
+	href = backslashesToSlashes(href)
 	ref, err := url.Parse(href)
 	if err != nil {
 		return nil, false
 	}
-	abs := base.ResolveReference(ref)
+	// Decode unreserved escapes before resolving, so that the dot segments
+	// ResolveReference removes are all of them ("%2e%2e" included) and
+	// "/a/%2e%2e/../x" is "/x", as a server that decodes first sees it.
+	b := *base
+	if b.Opaque == "" {
+		setEscapedPath(&b, canonicalEscapes(b.EscapedPath()))
+	}
+	if ref.Opaque == "" {
+		setEscapedPath(ref, canonicalEscapes(ref.EscapedPath()))
+	}
+	abs := b.ResolveReference(ref)
 	if abs.Scheme != "http" && abs.Scheme != "https" {
 		return nil, false
 	}
@@ -199,28 +219,101 @@ func Resolve(base *url.URL, href string) (u *url.URL, ok bool) {
 	return n, true
 }
 
+// setEscapedPath sets u's path from its escaped form p, keeping p as the
+// wire form. A p that does not unescape leaves u as it was.
+func setEscapedPath(u *url.URL, p string) {
+	unesc, err := url.PathUnescape(p)
+	if err != nil {
+		return
+	}
+	u.Path, u.RawPath = unesc, ""
+	if u.EscapedPath() != p {
+		u.RawPath = p
+	}
+}
+
+// backslashesToSlashes reads "\" as "/" before the query and fragment, as
+// browsers do for http(s) URLs (WHATWG URL standard): a link written
+// "\a\b" is requested as "/a/b" by every visitor, so the crawler requests
+// (and checks robots.txt for) the same. "\\host\x" is then a link to
+// another host, as it is in a browser.
+func backslashesToSlashes(href string) string {
+	end := strings.IndexAny(href, "?#")
+	if end < 0 {
+		end = len(href)
+	}
+	if !strings.Contains(href[:end], `\`) {
+		return href
+	}
+	return strings.ReplaceAll(href[:end], `\`, "/") + href[end:]
+}
+
+// encodeRaw percent-encodes the octets that may not appear raw in a
+// request target: controls, space, DEL and non-ASCII.
+func encodeRaw(s string) string {
+	const upperHex = "0123456789ABCDEF"
+	raw := func(c byte) bool { return c > 0x20 && c < 0x7F }
+	i := 0
+	for i < len(s) && raw(s[i]) {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	b.WriteString(s[:i])
+	for ; i < len(s); i++ {
+		if c := s[i]; raw(c) {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('%')
+			b.WriteByte(upperHex[c>>4])
+			b.WriteByte(upperHex[c&15])
+		}
+	}
+	return b.String()
+}
+
 // canonicalEscapes decodes percent-encoded unreserved characters and
-// upper-cases the hex digits of the other escapes.
+// upper-cases the hex digits of the other escapes. An escape that would
+// complete a stray "%" before it ("%0%61" would become "%0a") stays
+// encoded, so that the result is stable when normalised again.
 func canonicalEscapes(s string) string {
 	if !strings.Contains(s, "%") {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s))
+	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c == '%' && i+2 < len(s) && percent.IsHex(s[i+1]) && percent.IsHex(s[i+2]) {
 			v := percent.Unhex(s[i+1])<<4 | percent.Unhex(s[i+2])
-			if percent.IsUnreserved(v) {
-				b.WriteByte(v)
+			if percent.IsUnreserved(v) && !completesEscape(b, v) {
+				b = append(b, v)
 			} else {
-				b.WriteByte('%')
-				b.WriteString(strings.ToUpper(s[i+1 : i+3]))
+				b = append(b, '%', toUpper(s[i+1]), toUpper(s[i+2]))
 			}
 			i += 2
 			continue
 		}
-		b.WriteByte(c)
+		b = append(b, c)
 	}
-	return b.String()
+	return string(b)
+}
+
+// completesEscape reports whether appending c to b would turn a stray "%"
+// at its end into a %XX escape.
+func completesEscape(b []byte, c byte) bool {
+	if !percent.IsHex(c) {
+		return false
+	}
+	n := len(b)
+	return n >= 1 && b[n-1] == '%' || n >= 2 && b[n-2] == '%' && percent.IsHex(b[n-1])
+}
+
+func toUpper(c byte) byte {
+	if 'a' <= c && c <= 'z' {
+		return c - 'a' + 'A'
+	}
+	return c
 }

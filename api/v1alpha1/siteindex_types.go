@@ -2,22 +2,25 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lohisoft/crawl-operator/crawler/result"
 )
 
-// Size caps of a SiteIndex. They keep one object below ~500 KiB, far from
-// etcd's 1.5 MiB request limit; the manager truncates crawl results to them
-// before writing.
+// Size caps of a SiteIndex: the crawl document's limits, defined once in
+// package result (the crawler/manager contract). The kubebuilder markers
+// below must repeat them as literals; TestMarkersMatchLimits checks the
+// generated CRD against these constants.
 const (
-	MaxIndexedPages      = 20
-	MaxURLLength         = 2048
-	MaxTitleLength       = 512
-	MaxDescriptionLength = 1024
-	MaxHeadingsPerLevel  = 16
-	MaxHeadingLength     = 256
-	MaxInboundAnchors    = 16
-	MaxAnchorLength      = 256
-	MaxOffSiteLinks      = 50
-	MaxOffSiteAnchors    = 4
+	MaxIndexedPages      = result.MaxPages
+	MaxURLLength         = result.MaxURLLength
+	MaxTitleLength       = result.MaxTitleLength
+	MaxDescriptionLength = result.MaxDescriptionLength
+	MaxHeadingsPerLevel  = result.MaxHeadingsPerLevel
+	MaxHeadingLength     = result.MaxHeadingLength
+	MaxInboundAnchors    = result.MaxInboundAnchors
+	MaxAnchorLength      = result.MaxAnchorLength
+	MaxOffSiteLinks      = result.MaxOffSiteLinks
+	MaxOffSiteAnchors    = result.MaxOffSiteAnchors
 )
 
 // SiteIndexSpec names the site the index belongs to. The operator creates

@@ -103,7 +103,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		fmt.Fprintln(fs.Output(), "usage: crawler crawl [flags] URL")
 		fs.PrintDefaults()
 	}
-	maxPages := fs.Int("max-pages", engine.MaxPagesLimit, "page requests per site, redirects included (at most 20)")
+	maxPages := fs.Int("max-pages", result.MaxPages, "page requests per site, redirects included (at most 20)")
 	delay := fs.Duration("delay", engine.DefaultDelay, "minimum time between requests to the site (raised by a robots.txt Crawl-delay, capped at 60s)")
 	userAgent := fs.String("user-agent", engine.DefaultUserAgent, "User-Agent header; its product (text before '/') is the robots.txt token")
 	allowPrivate := fs.Bool("allow-private", false, "allow loopback, private and other non-public IPv4 targets (tests and local demos only)")
@@ -120,8 +120,8 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if len(pos) != 1 {
 		return fail(stderr, exitUsage, fmt.Errorf("crawl takes exactly one URL, got %d", len(pos)))
 	}
-	if *maxPages < 1 || *maxPages > engine.MaxPagesLimit {
-		return fail(stderr, exitUsage, fmt.Errorf("--max-pages must be between 1 and %d, got %d", engine.MaxPagesLimit, *maxPages))
+	if *maxPages < 1 || *maxPages > result.MaxPages {
+		return fail(stderr, exitUsage, fmt.Errorf("--max-pages must be between 1 and %d, got %d", result.MaxPages, *maxPages))
 	}
 	if *delay < 0 || *timeout <= 0 || *requestTimeout <= 0 {
 		return fail(stderr, exitUsage, errors.New("--delay must not be negative, --timeout and --request-timeout must be positive"))

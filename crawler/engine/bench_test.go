@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lohisoft/crawl-operator/crawler/result"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/testsite"
 )
 
@@ -85,7 +86,7 @@ func BenchmarkCrawlPeakMemory(b *testing.B) {
 		res, err := Crawl(context.Background(), cfg, s.URL)
 		close(stop)
 		wg.Wait()
-		if err != nil || len(res.Pages) != MaxPagesLimit {
+		if err != nil || len(res.Pages) != result.MaxPages {
 			b.Fatalf("crawl: %v, %d pages", err, len(res.Pages))
 		}
 	}

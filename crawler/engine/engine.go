@@ -12,9 +12,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
+
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/transform"
 
 	"github.com/lohisoft/crawl-operator/crawler/extract"
 	"github.com/lohisoft/crawl-operator/crawler/fetch"
@@ -24,11 +28,9 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/urlnorm"
 )
 
-// Public defaults.
+// Public defaults. The crawl budget and the document's limits are in
+// package result, shared with the manager.
 const (
-	// MaxPagesLimit is the published crawl budget: at most 20 page
-	// requests per site per crawl.
-	MaxPagesLimit    = 20
 	DefaultUserAgent = "LohiSoftBot/1.0 (+https://lohisoft.com/bot)"
 	DefaultToken     = "LohiSoftBot"
 	DefaultDelay     = time.Second
@@ -39,10 +41,7 @@ const (
 	// challenge is left alone.
 	ChallengeRetryAfter = 24 * time.Hour
 
-	maxFrontier      = 1000 // URLs remembered for the queue
-	maxAnchorsPerURL = 50
-	maxOffSiteLinks  = 200
-	maxOffSiteTexts  = 10
+	maxFrontier = 1000 // URLs remembered for the queue
 )
 
 // ErrBadInput marks errors in what the caller asked for (not in the site).
@@ -50,7 +49,7 @@ var ErrBadInput = errors.New("bad input")
 
 // Config is one crawl's settings. Zero values take the defaults.
 type Config struct {
-	MaxPages  int           // 1..MaxPagesLimit; 0 means MaxPagesLimit
+	MaxPages  int           // 1..result.MaxPages; 0 means result.MaxPages
 	Delay     time.Duration // minimum gap between request starts to a host
 	UserAgent string
 	// Token is the robots.txt product token. Empty means the product of
@@ -95,10 +94,10 @@ func TokenFor(userAgent string) string {
 // entries, robots status, retryAfter).
 func Crawl(ctx context.Context, cfg Config, start string) (result.Crawl, error) {
 	if cfg.MaxPages == 0 {
-		cfg.MaxPages = MaxPagesLimit
+		cfg.MaxPages = result.MaxPages
 	}
-	if cfg.MaxPages < 1 || cfg.MaxPages > MaxPagesLimit {
-		return result.Crawl{}, fmt.Errorf("%w: max pages must be between 1 and %d, got %d", ErrBadInput, MaxPagesLimit, cfg.MaxPages)
+	if cfg.MaxPages < 1 || cfg.MaxPages > result.MaxPages {
+		return result.Crawl{}, fmt.Errorf("%w: max pages must be between 1 and %d, got %d", ErrBadInput, result.MaxPages, cfg.MaxPages)
 	}
 	if cfg.Delay < 0 {
 		return result.Crawl{}, fmt.Errorf("%w: delay must not be negative", ErrBadInput)
@@ -106,6 +105,9 @@ func Crawl(ctx context.Context, cfg Config, start string) (result.Crawl, error) 
 	u, err := urlnorm.ParseStart(start)
 	if err != nil {
 		return result.Crawl{}, fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	if len(u.String()) > result.MaxURLLength {
+		return result.Crawl{}, fmt.Errorf("%w: URL longer than %d bytes", ErrBadInput, result.MaxURLLength)
 	}
 	c := newCrawler(cfg, u)
 	if c.cfg.Timeout > 0 {
@@ -127,8 +129,9 @@ type crawler struct {
 
 	res      result.Crawl
 	policy   robots.Policy
-	requests int // page requests sent (the budget)
-	failures int // failed requests in a row
+	addrs    map[string][]netip.Addr // host → IPv4 addresses, for the per-address gates
+	requests int                     // page requests sent (the budget)
+	failures int                     // failed requests in a row
 	stopped  bool
 
 	seen       map[string]bool
@@ -178,6 +181,7 @@ func newCrawler(cfg Config, start *url.URL) *crawler {
 			Skipped:   []result.Skip{},
 		},
 		seen:       map[string]bool{},
+		addrs:      map[string][]netip.Addr{},
 		pageIndex:  map[string]int{},
 		anchors:    map[string][]string{},
 		redirected: map[string][]string{},
@@ -185,9 +189,17 @@ func newCrawler(cfg Config, start *url.URL) *crawler {
 	}
 }
 
+// skip records a URL that is not indexed. The URL and the reason may carry
+// what the site sent (a Location, a Content-Type, an error quoting either),
+// so both are capped before they enter the document or the log.
 func (c *crawler) skip(u string, reason string) {
-	c.res.Skipped = append(c.res.Skipped, result.Skip{URL: u, Reason: reason})
+	u, reason = result.Cut(u, result.MaxURLLength), result.Cut(reason, result.MaxReasonLength)
 	c.log.Info("skipped", "url", u, "reason", reason)
+	if len(c.res.Skipped) >= result.MaxSkipped {
+		c.res.SkippedOmitted++
+		return
+	}
+	c.res.Skipped = append(c.res.Skipped, result.Skip{URL: u, Reason: reason})
 }
 
 // stop ends the crawl; retryAfter > 0 asks the operator to stay away that
@@ -274,10 +286,14 @@ func (c *crawler) readRobots(ctx context.Context) {
 	}
 	var fetchedAt time.Time
 	challenged := 0
+	var refused error
 	get := func(ctx context.Context, u *url.URL) (*robots.Response, error) {
 		o, err := c.request(ctx, u, false, func(r *http.Response) bool {
 			return r.StatusCode >= 200 && r.StatusCode < 300
 		})
+		if err != nil && fetch.IsPermanent(err) {
+			refused = err
+		}
 		if err != nil && (o.resp == nil || !errors.Is(err, errGivenUp)) {
 			return nil, err
 		}
@@ -294,6 +310,15 @@ func (c *crawler) readRobots(ctx context.Context) {
 		c.res.Robots.FetchedAt = fetchedAt.UTC()
 	}
 	c.log.Info("robots.txt", "status", p.Status, "access", p.Access.String(), "reason", p.Reason)
+	if refused != nil {
+		// robots.txt (or its redirect) points where the address rules
+		// forbid: that will not change in a second, so no retryAfter; the
+		// operator's own schedule decides when to look again.
+		c.res.Robots.Status = p.Status
+		c.skip(c.start.String(), "refused: robots.txt: "+refused.Error())
+		c.stop(0)
+		return
+	}
 	if challenged != 0 {
 		c.res.Robots.Status = p.Status
 		c.skip(c.start.String(), fmt.Sprintf("bot protection challenge on robots.txt (HTTP %d): not bypassed, site left alone", challenged))
@@ -329,6 +354,10 @@ func (c *crawler) enqueue(u *url.URL) {
 		return
 	}
 	c.seen[k] = true
+	if len(k) > result.MaxURLLength {
+		c.skip(k, fmt.Sprintf("URL longer than %d bytes", result.MaxURLLength))
+		return
+	}
 	c.queue = append(c.queue, u)
 }
 
@@ -347,7 +376,7 @@ var (
 // (one request at a time, spaced starts, Retry-After). page requests count
 // against the budget.
 func (c *crawler) request(ctx context.Context, u *url.URL, page bool, wantBody func(*http.Response) bool) (outcome, error) {
-	gate := c.hosts.Gate(u.Hostname())
+	gate := c.hosts.For(u.Hostname(), c.addresses(ctx, u.Hostname()))
 	for attempt := 1; ; attempt++ {
 		if page && c.requests >= c.cfg.MaxPages {
 			return outcome{}, errBudget
@@ -377,7 +406,9 @@ func (c *crawler) request(ctx context.Context, u *url.URL, page bool, wantBody f
 				return outcome{}, ctx.Err()
 			}
 			c.log.Warn("request failed", "url", u.String(), "err", err, "attempt", attempt)
-			if fetch.IsPermanent(err) {
+			if fetch.IsPermanent(err) || errors.Is(err, fetch.ErrBrokenResponse) {
+				// Neither changes by asking again, and a broken page is
+				// not the host failing: no retry, no failure counted.
 				return outcome{}, err
 			}
 		}
@@ -402,6 +433,22 @@ func (c *crawler) request(ctx context.Context, u *url.URL, page bool, wantBody f
 		c.log.Info("backing off", "url", u.String(), "wait", wait)
 		gate.NotBefore(time.Now().Add(wait))
 	}
+}
+
+// addresses returns the IPv4 addresses host resolves to under the dialer's
+// rules, looked up once per crawl; nil when it does not resolve (the
+// request then fails on its own, and only the host's gate applies).
+func (c *crawler) addresses(ctx context.Context, host string) []netip.Addr {
+	if a, ok := c.addrs[host]; ok {
+		return a
+	}
+	d := c.cfg.Fetch.Dialer
+	a, err := d.Addresses(ctx, host)
+	if err != nil {
+		a = nil
+	}
+	c.addrs[host] = a
+	return a
 }
 
 func exceedsDeadline(ctx context.Context, wait time.Duration) bool {
@@ -441,6 +488,10 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) {
 			c.skip(cur.String(), "crawl budget exhausted")
 			return
 		case errors.Is(err, errGivenUp):
+			c.skip(cur.String(), err.Error())
+			c.skipRest(err.Error())
+			return
+		case errors.Is(err, fetch.ErrBrokenResponse):
 			c.skip(cur.String(), err.Error())
 			return
 		case ctx.Err() != nil:
@@ -488,6 +539,8 @@ func (c *crawler) redirectTarget(cur *url.URL, resp *fetch.Response, hop int) (*
 		c.skip(cur.String(), fmt.Sprintf("HTTP %d without a usable Location", resp.StatusCode))
 	case !urlnorm.SameSite(next, c.start):
 		c.skip(cur.String(), fmt.Sprintf("redirects off-site to %s (not followed)", next))
+	case len(next.String()) > result.MaxURLLength:
+		c.skip(cur.String(), fmt.Sprintf("redirects to a URL longer than %d bytes", result.MaxURLLength))
 	case hop+1 > MaxRedirects:
 		c.skip(cur.String(), "too many redirects")
 	case c.isPage(next):
@@ -530,12 +583,16 @@ func (c *crawler) dequeue(u *url.URL) {
 
 // page handles a 2xx response: extract, honour noindex/nofollow, record.
 func (c *crawler) page(u *url.URL, resp *fetch.Response) {
+	// Without a Content-Type the bytes decide whether this is HTML, but
+	// not its encoding: the sniffed type always says UTF-8, and would
+	// override the page's own <meta charset>.
 	ct := resp.Header.Get("Content-Type")
-	if ct == "" {
-		ct = http.DetectContentType(resp.Body)
+	kind := ct
+	if kind == "" {
+		kind = sniffType(resp.Body)
 	}
-	if !extract.IsHTML(ct) {
-		c.skip(u.String(), "not HTML ("+mediaType(ct)+")")
+	if !extract.IsHTML(kind) {
+		c.skip(u.String(), "not HTML ("+mediaType(kind)+")")
 		return
 	}
 	p, err := extract.Extract(bytes.NewReader(resp.Body), ct, c.token)
@@ -581,11 +638,34 @@ func (c *crawler) page(u *url.URL, resp *fetch.Response) {
 	c.res.Pages = append(c.res.Pages, result.Page{
 		URL:         u.String(),
 		StatusCode:  resp.StatusCode,
-		Title:       p.Title,
-		Description: p.Description,
-		Headings:    result.Headings{H1: p.H1, H2: p.H2, H3: p.H3},
-		FetchedAt:   resp.Started.UTC(),
+		Title:       result.Cut(p.Title, result.MaxTitleLength),
+		Description: result.Cut(p.Description, result.MaxDescriptionLength),
+		Headings: result.Headings{
+			H1: headings(p.H1),
+			H2: headings(p.H2),
+			H3: headings(p.H3),
+		},
+		FetchedAt: resp.Started.UTC(),
 	})
+}
+
+// sniffType is http.DetectContentType, which takes a page with a UTF-16
+// byte-order mark for text/plain, made to look through the mark.
+func sniffType(body []byte) string {
+	head := body[:min(len(body), 1024)]
+	if bytes.HasPrefix(head, []byte{0xFF, 0xFE}) || bytes.HasPrefix(head, []byte{0xFE, 0xFF}) {
+		if dec, _, _ := transform.Bytes(unicode.BOMOverride(unicode.UTF8.NewDecoder()), head); len(dec) > 0 {
+			return http.DetectContentType(dec)
+		}
+	}
+	return http.DetectContentType(body)
+}
+
+func headings(h []string) []string {
+	if h = result.CutAll(h, result.MaxHeadingsPerLevel, result.MaxHeadingLength); h == nil {
+		return []string{}
+	}
+	return h
 }
 
 func mediaType(ct string) string {
@@ -598,7 +678,7 @@ func mediaType(ct string) string {
 
 func (c *crawler) addAnchor(target, text string) {
 	list := c.anchors[target]
-	if len(list) >= maxAnchorsPerURL {
+	if text = result.Cut(text, result.MaxAnchorLength); text == "" || len(list) >= result.MaxInboundAnchors {
 		return
 	}
 	for _, t := range list {
@@ -612,7 +692,7 @@ func (c *crawler) addAnchor(target, text string) {
 func (c *crawler) addOffSite(target, text string) {
 	i, ok := c.offSite[target]
 	if !ok {
-		if len(c.res.OffSiteLinks) >= maxOffSiteLinks {
+		if len(c.res.OffSiteLinks) >= result.MaxOffSiteLinks || len(target) > result.MaxURLLength {
 			return
 		}
 		i = len(c.res.OffSiteLinks)
@@ -620,7 +700,7 @@ func (c *crawler) addOffSite(target, text string) {
 		c.res.OffSiteLinks = append(c.res.OffSiteLinks, result.OffSiteLink{URL: target, Anchors: []string{}})
 	}
 	l := &c.res.OffSiteLinks[i]
-	if text == "" || len(l.Anchors) >= maxOffSiteTexts {
+	if text = result.Cut(text, result.MaxAnchorLength); text == "" || len(l.Anchors) >= result.MaxOffSiteAnchors {
 		return
 	}
 	for _, t := range l.Anchors {
@@ -647,6 +727,9 @@ func (c *crawler) snapshot() result.Crawl {
 			out.OffSiteLinks[i] = result.OffSiteLink{URL: l.URL, Anchors: append([]string{}, l.Anchors...)}
 		}
 	}
+	if result.Fit(&out, result.MaxDocumentBytes) {
+		c.log.Warn("document trimmed to its size limit", "limit", result.MaxDocumentBytes)
+	}
 	return out
 }
 
@@ -661,7 +744,7 @@ func (c *crawler) inbound(u string) []string {
 		}
 		visited[k] = true
 		for _, t := range c.anchors[k] {
-			if !seen[t] && len(texts) < maxAnchorsPerURL {
+			if !seen[t] && len(texts) < result.MaxInboundAnchors {
 				seen[t] = true
 				texts = append(texts, t)
 			}

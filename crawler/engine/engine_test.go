@@ -102,11 +102,11 @@ func TestPolitenessBudgetAndRobots(t *testing.T) {
 	if n := s.Count("/robots.txt"); n != 1 {
 		t.Errorf("robots.txt fetched %d times", n)
 	}
-	if n := s.PageRequests(); n != MaxPagesLimit {
-		t.Errorf("page requests = %d, want exactly %d", n, MaxPagesLimit)
+	if n := s.PageRequests(); n != result.MaxPages {
+		t.Errorf("page requests = %d, want exactly %d", n, result.MaxPages)
 	}
-	if len(res.Pages) != MaxPagesLimit {
-		t.Errorf("pages = %d, want %d", len(res.Pages), MaxPagesLimit)
+	if len(res.Pages) != result.MaxPages {
+		t.Errorf("pages = %d, want %d", len(res.Pages), result.MaxPages)
 	}
 	if res.Robots.Status != 200 || res.Robots.FetchedAt.IsZero() {
 		t.Errorf("robots %+v", res.Robots)
@@ -123,8 +123,8 @@ func TestPolitenessBudgetAndRobots(t *testing.T) {
 			budgetSkips++
 		}
 	}
-	if budgetSkips != 25+1-MaxPagesLimit {
-		t.Errorf("budget skips = %d, want %d", budgetSkips, 25+1-MaxPagesLimit)
+	if budgetSkips != 25+1-result.MaxPages {
+		t.Errorf("budget skips = %d, want %d", budgetSkips, 25+1-result.MaxPages)
 	}
 	if out, _ := json.Marshal(res); bytes.Contains(out, []byte(marker)) {
 		t.Error("body text in the result")
@@ -410,7 +410,7 @@ func TestRedirects(t *testing.T) {
 		t.Errorf("chain reason %q, skipped %+v", r, res.Skipped)
 	}
 	// Every request was a page request within budget.
-	if s.PageRequests() > MaxPagesLimit {
+	if s.PageRequests() > result.MaxPages {
 		t.Errorf("page requests %d over budget", s.PageRequests())
 	}
 }

@@ -5,12 +5,14 @@
 package fetch
 
 import (
+	"compress/flate"
 	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -127,7 +129,7 @@ func (c *Client) Get(ctx context.Context, u *url.URL, wantBody func(*http.Respon
 	started := time.Now()
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, unwrapURLError(err)
+		return nil, classify(unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	out := &Response{URL: &clean, StatusCode: resp.StatusCode, Header: resp.Header, Started: started}
@@ -136,7 +138,7 @@ func (c *Client) Get(ctx context.Context, u *url.URL, wantBody func(*http.Respon
 	}
 	out.Body, out.Truncated, err = c.readBody(resp)
 	if err != nil {
-		return nil, fmt.Errorf("reading body of %s: %w", clean.String(), err)
+		return nil, classify(fmt.Errorf("reading body: %w", err))
 	}
 	return out, nil
 }
@@ -149,12 +151,12 @@ func (c *Client) readBody(resp *http.Response) ([]byte, bool, error) {
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(wire)
 		if err != nil {
-			return nil, false, fmt.Errorf("gzip: %w", err)
+			return nil, false, &BrokenResponseError{What: "corrupt gzip body", Err: err}
 		}
 		defer zr.Close()
 		r = zr
 	default:
-		return nil, false, fmt.Errorf("unsupported Content-Encoding %q", resp.Header.Get("Content-Encoding"))
+		return nil, false, &BrokenResponseError{What: fmt.Sprintf("unsupported Content-Encoding %q", resp.Header.Get("Content-Encoding"))}
 	}
 	body, err := c.readAll(io.LimitReader(r, c.cfg.MaxDecoded+1))
 	truncated := int64(len(body)) > c.cfg.MaxDecoded || wire.N <= 0
@@ -206,6 +208,53 @@ func unwrapURLError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return fmt.Errorf("GET %s: %w", ue.URL, ue.Err)
+	}
+	return err
+}
+
+// ErrBrokenResponse marks a response that arrived but cannot be used: an
+// unsupported Content-Encoding, a corrupt gzip stream, a body shorter than
+// its Content-Length or a broken chunked encoding, headers over the limit or
+// malformed. Asking again gets the same answer, so the crawler skips the
+// page and does not hold it against the host (unlike a refused connection,
+// a timeout or a failed TLS handshake, which are the host's transport
+// failing).
+var ErrBrokenResponse = errors.New("broken response")
+
+// BrokenResponseError says briefly what was wrong with a response; it is
+// ErrBrokenResponse to errors.Is, and its text is the skip reason.
+type BrokenResponseError struct {
+	What string
+	Err  error
+}
+
+func (e *BrokenResponseError) Error() string        { return "broken response: " + e.What }
+func (e *BrokenResponseError) Unwrap() error        { return e.Err }
+func (e *BrokenResponseError) Is(target error) bool { return target == ErrBrokenResponse }
+
+// classify turns the errors of a response that arrived but is unusable into
+// a BrokenResponseError. net/http reports most of them only as text: an
+// oversized or malformed header, malformed chunking, an early EOF inside a
+// body whose length was announced.
+func classify(err error) error {
+	if err == nil || errors.Is(err, ErrBrokenResponse) {
+		return err
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	msg := err.Error()
+	var corrupt flate.CorruptInputError
+	switch {
+	case errors.As(err, &corrupt) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader):
+		return &BrokenResponseError{What: "corrupt gzip body", Err: err}
+	case strings.Contains(msg, "server response headers exceeded"):
+		return &BrokenResponseError{What: "response headers over the limit", Err: err}
+	case strings.Contains(msg, "malformed"):
+		return &BrokenResponseError{What: "malformed response", Err: err}
+	case errors.Is(err, io.ErrUnexpectedEOF) && strings.HasPrefix(msg, "reading body"):
+		return &BrokenResponseError{What: "body ended before its announced length", Err: err}
 	}
 	return err
 }

@@ -6,6 +6,7 @@ package politeness
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,6 +136,50 @@ func (h *Hosts) Gate(host string) *Gate {
 		h.gates[host] = g
 	}
 	return g
+}
+
+// For returns the gates a request to host must pass: the host name's and
+// one per IPv4 address the name resolves to. Several names of one server
+// (127.0.0.1 and localhost, www and the bare domain) then still get one
+// request at a time with the gap between them: the delay is a promise to
+// the machine, not to a spelling of its name.
+func (h *Hosts) For(host string, addrs []netip.Addr) Set {
+	set := Set{h.Gate(host)}
+	for _, a := range addrs {
+		set = append(set, h.Gate("ip:"+a.Unmap().String()))
+	}
+	return set
+}
+
+// Set is the gates of one request. The crawler sends one request at a time,
+// so acquiring them one after the other cannot deadlock.
+type Set []*Gate
+
+// Acquire passes every gate of the set (see Gate.Acquire); release frees
+// them all.
+func (s Set) Acquire(ctx context.Context) (release func(), err error) {
+	releases := make([]func(), 0, len(s))
+	releaseAll := func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	for _, g := range s {
+		r, err := g.Acquire(ctx)
+		if err != nil {
+			releaseAll()
+			return nil, err
+		}
+		releases = append(releases, r)
+	}
+	return releaseAll, nil
+}
+
+// NotBefore forbids request starts before t at every gate of the set.
+func (s Set) NotBefore(t time.Time) {
+	for _, g := range s {
+		g.NotBefore(t)
+	}
 }
 
 // Sleep waits for d or until ctx is done.

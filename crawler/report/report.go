@@ -6,7 +6,6 @@ package report
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -84,7 +83,7 @@ func retryable(err error) bool {
 }
 
 func (c *Client) post(ctx context.Context, rep result.Report) (http.Header, error) {
-	body, err := json.Marshal(rep)
+	body, err := result.Marshal(rep)
 	if err != nil {
 		return nil, err
 	}

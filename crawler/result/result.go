@@ -14,7 +14,10 @@ type Crawl struct {
 	UserAgent string `json:"userAgent"`
 	Robots    Robots `json:"robots"`
 	Pages     []Page `json:"pages"`
-	Skipped   []Skip `json:"skipped"`
+	// Skipped lists at most MaxSkipped URLs that were not indexed, with
+	// the reason; SkippedOmitted counts the ones left off the list.
+	Skipped        []Skip `json:"skipped"`
+	SkippedOmitted int    `json:"skippedOmitted,omitempty"`
 	// RetryAfter, when set, is the earliest time the site may be crawled
 	// again (the site asked us to back off). RFC 3339.
 	RetryAfter string `json:"retryAfter,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/lohisoft/crawl-operator/crawler/engine"
+	"github.com/lohisoft/crawl-operator/crawler/result"
 	"github.com/lohisoft/crawl-operator/crawler/robots"
 	"github.com/lohisoft/crawl-operator/crawler/verify"
 )
@@ -60,7 +61,7 @@ func Default() Identity {
 		OtherUserAgents: []string{DefaultLegacyUserAgent},
 		ProductToken:    engine.TokenFor(engine.DefaultUserAgent),
 		HostnameSuffix:  verify.Suffix,
-		MaxPages:        engine.MaxPagesLimit,
+		MaxPages:        result.MaxPages,
 		IPsURL:          DefaultIPsURL,
 	}
 }
@@ -94,8 +95,8 @@ func (id Identity) Validate() error {
 	if err := checkSuffix(id.HostnameSuffix); err != nil {
 		errs = append(errs, err)
 	}
-	if id.MaxPages < 1 || id.MaxPages > engine.MaxPagesLimit {
-		errs = append(errs, fmt.Errorf("budget %d must be between 1 and the crawler's limit %d", id.MaxPages, engine.MaxPagesLimit))
+	if id.MaxPages < 1 || id.MaxPages > result.MaxPages {
+		errs = append(errs, fmt.Errorf("budget %d must be between 1 and the crawler's limit %d", id.MaxPages, result.MaxPages))
 	}
 	if u, err := url.Parse(id.IPsURL); err != nil || u.Scheme != "https" || u.Host == "" {
 		errs = append(errs, fmt.Errorf("IP list URL %q must be an absolute https URL", id.IPsURL))

@@ -1,9 +1,7 @@
 package results
 
 import (
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -39,14 +37,14 @@ func IndexStatus(rep result.Report, owner site.Site, run string, maxPages int, n
 		st.Pages = append(st.Pages, crawlv1.IndexedPage{
 			URL:         p.URL,
 			StatusCode:  int32(clampStatus(p.StatusCode)),
-			Title:       cut(p.Title, crawlv1.MaxTitleLength),
-			Description: cut(p.Description, crawlv1.MaxDescriptionLength),
+			Title:       result.Cut(p.Title, crawlv1.MaxTitleLength),
+			Description: result.Cut(p.Description, crawlv1.MaxDescriptionLength),
 			Headings: crawlv1.Headings{
-				H1: cutAll(p.Headings.H1, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
-				H2: cutAll(p.Headings.H2, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
-				H3: cutAll(p.Headings.H3, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
+				H1: result.CutAll(p.Headings.H1, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
+				H2: result.CutAll(p.Headings.H2, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
+				H3: result.CutAll(p.Headings.H3, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
 			},
-			InboundAnchors: cutAll(p.InboundAnchors, crawlv1.MaxInboundAnchors, crawlv1.MaxAnchorLength),
+			InboundAnchors: result.CutAll(p.InboundAnchors, crawlv1.MaxInboundAnchors, crawlv1.MaxAnchorLength),
 			FetchedAt:      timeOrNil(p.FetchedAt),
 		})
 	}
@@ -60,7 +58,7 @@ func IndexStatus(rep result.Report, owner site.Site, run string, maxPages int, n
 		}
 		st.OffSiteLinks = append(st.OffSiteLinks, crawlv1.OffSiteLink{
 			URL:     l.URL,
-			Anchors: cutAll(l.Anchors, crawlv1.MaxOffSiteAnchors, crawlv1.MaxAnchorLength),
+			Anchors: result.CutAll(l.Anchors, crawlv1.MaxOffSiteAnchors, crawlv1.MaxAnchorLength),
 		})
 	}
 	st.Stats = crawlv1.IndexStats{Pages: int32(len(st.Pages)), Skipped: int32(min(len(rep.Result.Skipped), 1<<20))}
@@ -92,32 +90,6 @@ func timeOrNil(t time.Time) *metav1.Time {
 		return nil
 	}
 	return &metav1.Time{Time: t.Truncate(time.Second)}
-}
-
-// cut trims s to at most n bytes without splitting a UTF-8 sequence and
-// replaces invalid UTF-8, which the API server would reject.
-func cut(s string, n int) string {
-	s = strings.ToValidUTF8(strings.TrimSpace(s), "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func cutAll(in []string, maxItems, maxLen int) []string {
-	var out []string
-	for _, s := range in {
-		if len(out) == maxItems {
-			break
-		}
-		if s = cut(s, maxLen); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // Merge decides what a report does to the SiteIndex status. A final report

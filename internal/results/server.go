@@ -26,9 +26,9 @@ import (
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
-// DefaultMaxBody bounds one report. Twenty capped pages fit in well under a
-// megabyte; anything bigger is a broken or hostile crawler.
-const DefaultMaxBody = 2 << 20
+// DefaultMaxBody bounds one report: the crawler trims every document to
+// result.MaxDocumentBytes, so anything bigger is a broken or hostile crawler.
+const DefaultMaxBody = result.MaxReportBytes
 
 // Server serves POST /v1/runs/{namespace}/{pod}.
 type Server struct {

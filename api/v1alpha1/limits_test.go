@@ -1,0 +1,105 @@
+package v1alpha1
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/lohisoft/crawl-operator/crawler/result"
+)
+
+// TestMarkersMatchLimits checks the generated CRDs against the limits of
+// package result: kubebuilder markers can only hold literals, so this is
+// what keeps the API server's validation, the crawler's caps and the
+// results endpoint on one set of numbers.
+func TestMarkersMatchLimits(t *testing.T) {
+	si := schemaOf(t, "crawl.lohisoft.com_siteindexes.yaml")
+	ct := schemaOf(t, "crawl.lohisoft.com_crawltargets.yaml")
+	cases := []struct {
+		schema *apiextensionsv1.JSONSchemaProps
+		path   string
+		field  string // maxLength, maxItems or maximum
+		want   int64
+	}{
+		{ct, "spec.url", "maxLength", result.MaxURLLength},
+		{ct, "spec.maxPages", "maximum", result.MaxPages},
+		{si, "status.pages", "maxItems", result.MaxPages},
+		{si, "status.pages[].url", "maxLength", result.MaxURLLength},
+		{si, "status.pages[].title", "maxLength", result.MaxTitleLength},
+		{si, "status.pages[].description", "maxLength", result.MaxDescriptionLength},
+		{si, "status.pages[].headings.h1", "maxItems", result.MaxHeadingsPerLevel},
+		{si, "status.pages[].headings.h1[]", "maxLength", result.MaxHeadingLength},
+		{si, "status.pages[].headings.h2", "maxItems", result.MaxHeadingsPerLevel},
+		{si, "status.pages[].headings.h2[]", "maxLength", result.MaxHeadingLength},
+		{si, "status.pages[].headings.h3", "maxItems", result.MaxHeadingsPerLevel},
+		{si, "status.pages[].headings.h3[]", "maxLength", result.MaxHeadingLength},
+		{si, "status.pages[].inboundAnchors", "maxItems", result.MaxInboundAnchors},
+		{si, "status.pages[].inboundAnchors[]", "maxLength", result.MaxAnchorLength},
+		{si, "status.offSiteLinks", "maxItems", result.MaxOffSiteLinks},
+		{si, "status.offSiteLinks[].url", "maxLength", result.MaxURLLength},
+		{si, "status.offSiteLinks[].anchors", "maxItems", result.MaxOffSiteAnchors},
+		{si, "status.offSiteLinks[].anchors[]", "maxLength", result.MaxAnchorLength},
+	}
+	for _, c := range cases {
+		p := walk(t, c.schema, c.path)
+		var got *int64
+		switch c.field {
+		case "maxLength":
+			got = p.MaxLength
+		case "maxItems":
+			got = p.MaxItems
+		case "maximum":
+			if p.Maximum != nil {
+				v := int64(*p.Maximum)
+				got = &v
+			}
+		}
+		if got == nil || *got != c.want {
+			t.Errorf("%s %s = %v, want %d (the limit in crawler/result)", c.path, c.field, deref(got), c.want)
+		}
+	}
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return "unset"
+	}
+	return *p
+}
+
+func schemaOf(t *testing.T, file string) *apiextensionsv1.JSONSchemaProps {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bases", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(b, &crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+}
+
+// walk follows a dotted path; "[]" steps into an array's items.
+func walk(t *testing.T, s *apiextensionsv1.JSONSchemaProps, path string) *apiextensionsv1.JSONSchemaProps {
+	t.Helper()
+	for _, part := range strings.Split(path, ".") {
+		name, items := strings.CutSuffix(part, "[]")
+		p, ok := s.Properties[name]
+		if !ok {
+			t.Fatalf("%s: no property %q", path, name)
+		}
+		s = &p
+		if items {
+			if s.Items == nil || s.Items.Schema == nil {
+				t.Fatalf("%s: %q has no items", path, name)
+			}
+			s = s.Items.Schema
+		}
+	}
+	return s
+}

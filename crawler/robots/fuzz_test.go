@@ -10,13 +10,17 @@ import (
 // FuzzRobots throws arbitrary files, agents and URLs at the parser and the
 // decision. Whatever the input: no panic, the same answer twice, robots.txt
 // itself always allowed, a status the crawler backs off on never allowing,
-// and a file without any disallow-like line allowing everything.
+// a file without any disallow-like line allowing everything, and the check
+// of every server spelling never allowing what RFC 9309 matching of the URL
+// as written forbids.
 func FuzzRobots(f *testing.F) {
 	f.Add([]byte("User-agent: *\nDisallow: /private\nAllow: /private/ok$\n"), "LohiSoftBot", "http://a.test/private/x")
 	f.Add([]byte("\xEF\xBBUser-agent: foo\r\nDisallow: /*.php$\r\n"), "foo", "/x.php")
 	f.Add([]byte("User-agent: LohiSoftBot\nCrawl-delay: 10s\nDisallow: /%E3%83%84\n# comment\nSitemap: http://x/s.xml"), "LohiSoftBot", "http://a.test/ツ?q=1#f")
 	f.Add([]byte("user-agent FooBot\ndisallow /\nallow: /index.html\n"), "FooBot", "http://a.test/")
 	f.Add([]byte("User-agent: * everyone\nDisallow: *\n"), "", "")
+	f.Add([]byte("User-agent: *\nDisallow: /\nAllow: /public/\nDisallow: /public/secret$\n"), "x", "http://a.test/public/%2e%2e/x;y/..;/public//secret%2F.?q=/../")
+	f.Add([]byte("User-agent: *\nDisallow: /admin/\n"), "x", `http://a.test\admin.\x`)
 	f.Fuzz(func(t *testing.T, body []byte, agent, target string) {
 		p := FromStatus(200, body)
 		got := p.Allowed(agent, target)
@@ -37,6 +41,9 @@ func FuzzRobots(f *testing.F) {
 			t.Fatalf("disallowed without any disallow line: %q", body)
 		}
 		g := p.Group(agent)
+		if got && !g.allowedAsWritten(target) {
+			t.Fatalf("%q allowed although disallowed as written", target)
+		}
 		if g.CrawlDelay < 0 {
 			t.Fatal("negative crawl-delay")
 		}

@@ -103,11 +103,30 @@ func isGlobalAgent(v string) bool {
 }
 
 // Allowed reports whether the group lets the crawler fetch target, a URL or
-// a path with optional query. The longest matching pattern in octets wins;
-// an allow wins a tie; no match (or only empty patterns) allows.
-// "/robots.txt" is always allowed (RFC 9309 §2.2.2).
+// a path with optional query: whether the rules allow every spelling of it
+// that a common server resolves it to (see spellings). "//private/x",
+// "/%2e%2e/private/x" and "/a\..\private/x" are all "/private/x" to some
+// server, so "Disallow: /private" forbids them all.
 func (g Group) Allowed(target string) bool {
-	path := normalisePath(PathOf(target))
+	for _, s := range spellings(target) {
+		if !g.allowedPath(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// allowedAsWritten is the RFC 9309 answer for target exactly as written,
+// without asking what servers make of it.
+func (g Group) allowedAsWritten(target string) bool {
+	return g.allowedPath(normalisePath(PathOf(target)))
+}
+
+// allowedPath is RFC 9309 matching of one canonical path (with optional
+// query): the longest matching pattern in octets wins; an allow wins a
+// tie; no match (or only empty patterns) allows. "/robots.txt" is always
+// allowed (RFC 9309 §2.2.2).
+func (g Group) allowedPath(path string) bool {
 	if path == "/robots.txt" || strings.HasPrefix(path, "/robots.txt?") {
 		return true
 	}
@@ -198,13 +217,16 @@ func match(path, pattern string) bool {
 // PathOf extracts the path, params and query of a URL, as Google's parser
 // does: no scheme parsing beyond "://", fragment removed, "/" when empty.
 // Taking the raw text (rather than net/url's re-encoding) keeps the octets
-// the server will see.
+// the server will see. Unlike Google's parser, a "\" also ends the host,
+// as it does in browsers: "http://h\private" is "/\private" (which
+// spellings reads as "//private").
 func PathOf(raw string) string {
 	start := 0
 	if strings.HasPrefix(raw, "//") {
 		start = 2
 	}
-	early := indexAnyFrom(raw, "/?;", start)
+	const pathStart = "/?;\\"
+	early := indexAnyFrom(raw, pathStart, start)
 	proto := strings.Index(raw[start:], "://")
 	if proto >= 0 {
 		proto += start
@@ -217,7 +239,7 @@ func PathOf(raw string) string {
 	} else {
 		proto += 3
 	}
-	p := indexAnyFrom(raw, "/?;", proto)
+	p := indexAnyFrom(raw, pathStart, proto)
 	if p < 0 {
 		return "/"
 	}

@@ -79,7 +79,10 @@ func Unreachable(err error) Policy {
 // crawler to stay away for now.
 func (p Policy) BackOff() bool { return p.Access == FullDisallow }
 
-// Allowed reports whether a URL (or path) may be fetched by token.
+// Allowed reports whether a URL (or path) may be fetched by token. With
+// rules, it is allowed only if every spelling a common server resolves it
+// to is (Group.Allowed): "//private/x", "/%2e%2e/private/x" and
+// "/private;jsessionid=1" are all refused under "Disallow: /private".
 func (p Policy) Allowed(token, target string) bool {
 	switch p.Access {
 	case FullAllow:

@@ -237,8 +237,12 @@ func (e *BrokenResponseError) Is(target error) bool { return target == ErrBroken
 // oversized or malformed header, malformed chunking, an early EOF inside a
 // body whose length was announced.
 func classify(err error) error {
-	if err == nil || errors.Is(err, ErrBrokenResponse) {
-		return err
+	if err == nil {
+		return nil
+	}
+	var broken *BrokenResponseError
+	if errors.As(err, &broken) {
+		return broken
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

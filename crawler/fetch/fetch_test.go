@@ -349,3 +349,80 @@ func TestHTTPSWithHTTP2ThroughGuardedDialer(t *testing.T) {
 		t.Error("untrusted certificate accepted")
 	}
 }
+
+// Responses that fail the same way on every attempt are ErrBrokenResponse
+// with a short reason; the host's transport failing is not.
+func TestBrokenResponsesAreTheirOwnKind(t *testing.T) {
+	corrupt := func() []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write(bytes.Repeat([]byte("<p>x</p>"), 500))
+		zw.Close()
+		raw := b.Bytes()
+		raw[len(raw)/2] ^= 0xff
+		return raw
+	}()
+	cases := []struct {
+		name   string
+		h      http.HandlerFunc
+		reason string // "" means: not a broken response
+	}{
+		{"brotli", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Encoding", "br")
+			w.Write([]byte{1, 2, 3})
+		}, `broken response: unsupported Content-Encoding "br"`},
+		{"short body", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "5000")
+			w.Write([]byte("<title>t</title>"))
+		}, "broken response: body ended before its announced length"},
+		{"huge headers", func(w http.ResponseWriter, r *http.Request) {
+			for i := 0; i < 30; i++ {
+				w.Header().Set(fmt.Sprintf("X-F%d", i), strings.Repeat("f", 4000))
+			}
+		}, "broken response: response headers over the limit"},
+		{"corrupt gzip", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Write(corrupt)
+		}, "broken response: corrupt gzip body"},
+		{"not gzip at all", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Write([]byte("<title>plain</title>"))
+		}, "broken response: corrupt gzip body"},
+		{"hang-up before any answer", func(w http.ResponseWriter, r *http.Request) {
+			c, _, _ := w.(http.Hijacker).Hijack()
+			c.Close()
+		}, ""},
+		{"malformed status line", func(w http.ResponseWriter, r *http.Request) {
+			c, _, _ := w.(http.Hijacker).Hijack()
+			c.Write([]byte("HTTP/1.1 two hundred OK\r\n\r\n"))
+			c.Close()
+		}, "broken response: malformed response"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(c.h)
+			defer srv.Close()
+			cl := New(Config{Dialer: Dialer{AllowPrivate: true}, TotalTimeout: 5 * time.Second})
+			_, err := cl.Get(context.Background(), mustURL(t, srv.URL), all)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if got := errors.Is(err, ErrBrokenResponse); got != (c.reason != "") {
+				t.Fatalf("broken = %v for %v", got, err)
+			}
+			if c.reason != "" && err.Error() != c.reason {
+				t.Errorf("reason %q, want %q", err, c.reason)
+			}
+		})
+	}
+	t.Run("connection refused", func(t *testing.T) {
+		l, _ := net.Listen("tcp4", "127.0.0.1:0")
+		addr := l.Addr().String()
+		l.Close()
+		cl := New(Config{Dialer: Dialer{AllowPrivate: true}})
+		_, err := cl.Get(context.Background(), mustURL(t, "http://"+addr+"/"), all)
+		if err == nil || errors.Is(err, ErrBrokenResponse) {
+			t.Errorf("refused connection: %v", err)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package politeness
 
 import (
 	"context"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -158,5 +159,40 @@ func TestHostsShareGatePerHost(t *testing.T) {
 	}
 	if h.Gate("x.example").CurrentGap() != time.Second {
 		t.Fatal("gap not applied")
+	}
+}
+
+func TestNamesOfOneAddressShareItsGate(t *testing.T) {
+	h := &Hosts{Gap: 100 * time.Millisecond}
+	lo := netip.MustParseAddr("127.0.0.1")
+	a := h.For("127.0.0.1", []netip.Addr{lo})
+	b := h.For("localhost", []netip.Addr{lo, netip.MustParseAddr("127.0.0.2")})
+	if a[0] == b[0] || a[1] != b[1] || len(b) != 3 {
+		t.Fatalf("gates: %p %p", a, b)
+	}
+	release, err := a.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	start := time.Now()
+	release, err = b.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if waited := time.Since(start); waited < 90*time.Millisecond {
+		t.Errorf("second name of the address waited %v, want the 100ms gap", waited)
+	}
+	// A cancelled acquire frees what it already held.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.Acquire(ctx); err == nil {
+		t.Fatal("Acquire ignored cancellation")
+	}
+	if r, err := b.Acquire(context.Background()); err != nil {
+		t.Fatalf("set left busy after a cancelled acquire: %v", err)
+	} else {
+		r()
 	}
 }

@@ -27,6 +27,7 @@ type Site struct {
 	*httptest.Server
 	mu          sync.Mutex
 	routes      map[string]http.HandlerFunc
+	fallback    http.HandlerFunc
 	reqs        []Request
 	inFlight    atomic.Int32
 	maxInFlight atomic.Int32
@@ -59,6 +60,9 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		h, ok = s.routes[r.URL.Path]
 	}
+	if !ok && s.fallback != nil {
+		h, ok = s.fallback, true
+	}
 	s.mu.Unlock()
 	if ok {
 		h(w, r)
@@ -75,6 +79,13 @@ func (s *Site) Handle(path string, h http.HandlerFunc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.routes[path] = h
+}
+
+// Fallback answers every request that no route matches (404 without it).
+func (s *Site) Fallback(h http.HandlerFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fallback = h
 }
 
 // HTML serves body as text/html at path.

@@ -35,6 +35,11 @@ func TestAPIServerRejectsBadCrawlTargets(t *testing.T) {
 		{"credentials", crawlv1.CrawlTargetSpec{URL: "https://user:secret@example.com/"}, "spec.url", "credentials"},
 		{"bad host", crawlv1.CrawlTargetSpec{URL: "https://exa_mple!.com/"}, "spec.url", ""},
 		{"empty url", crawlv1.CrawlTargetSpec{URL: ""}, "spec.url", ""},
+		// The crawler refuses these ports ("bad port"); without the rule the
+		// target would fail and be retried for ever.
+		{"port 0", crawlv1.CrawlTargetSpec{URL: "http://example.com:0/"}, "spec.url", "port must be a number from 1 to 65535"},
+		{"port 65536", crawlv1.CrawlTargetSpec{URL: "http://example.com:65536/"}, "spec.url", "port must be a number from 1 to 65535"},
+		{"port 99999", crawlv1.CrawlTargetSpec{URL: "https://93.184.216.34:99999/x"}, "spec.url", "port must be a number from 1 to 65535"},
 		{"interval too short", crawlv1.CrawlTargetSpec{URL: "https://example.com/", Interval: dur("5m")}, "spec.interval", "at least 1h"},
 		{"delay too long", crawlv1.CrawlTargetSpec{URL: "https://example.com/", Delay: dur("2m")}, "spec.delay", "at most 60s"},
 	}
@@ -54,7 +59,8 @@ func TestAPIServerRejectsBadCrawlTargets(t *testing.T) {
 
 func TestAPIServerAcceptsAndDefaultsCrawlTargets(t *testing.T) {
 	ns := newNamespace(t)
-	for i, url := range []string{"https://example.com/", "http://93.184.216.34:8080/start?x=1", "HTTPS://Sub.Example.ORG./"} {
+	for i, url := range []string{"https://example.com/", "http://93.184.216.34:8080/start?x=1", "HTTPS://Sub.Example.ORG./",
+		"http://example.com:1/", "https://example.com:65535/"} {
 		ct := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ok-" + string(rune('a'+i))},
 			Spec: crawlv1.CrawlTargetSpec{URL: url}}
 		if err := k8s.Create(context.Background(), ct); err != nil {

@@ -16,7 +16,8 @@ const RequestedAtAnnotation = "crawl.lohisoft.com/requested-at"
 type CrawlTargetSpec struct {
 	// URL is where the crawl starts. Its scheme, host and port name the site;
 	// the crawl never leaves that site. http or https only; the host must be
-	// a DNS name or an IPv4 address (the bot never uses IPv6).
+	// a DNS name or an IPv4 address (the bot never uses IPv6); a port, if
+	// given, is 1 to 65535.
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
@@ -25,6 +26,7 @@ type CrawlTargetSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][-+.A-Za-z0-9]*://[^/?#]*\\\\[')",message="spec.url must not be an IPv6 address: LohiSoftBot crawls over IPv4 only"
 	// +kubebuilder:validation:XValidation:rule="!isURL(self) || self.matches('^[A-Za-z][-+.A-Za-z0-9]*://[^/?#]*\\\\[') || self.matches('^[A-Za-z][-+.A-Za-z0-9]*://([^/?#@]*@)?[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\\\\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*\\\\.?(:[0-9]{1,5})?([/?#].*)?$')",message="spec.url host must be a DNS name or an IPv4 address"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][-+.A-Za-z0-9]*://[^/?#]*@')",message="spec.url must not contain credentials: LohiSoftBot never logs in"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][-+.A-Za-z0-9]*://[^/?#\\\\[]*:[0-9]*([/?#].*)?$') || self.matches('^[A-Za-z][-+.A-Za-z0-9]*://[^/?#\\\\[]*:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|0*[1-9][0-9]{0,3})([/?#].*)?$')",message="spec.url port must be a number from 1 to 65535"
 	URL string `json:"url"`
 
 	// MaxPages is the page budget of one crawl. The bot promises site owners

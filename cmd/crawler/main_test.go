@@ -272,21 +272,29 @@ type fakeManager struct {
 	bodies  [][]byte
 	auth    []string
 	ctype   []string
+	codes   []int
 	respond int
+	// limit, when set, refuses bigger bodies with 413 as the results
+	// endpoint does.
+	limit int
 }
 
 func (m *fakeManager) start(t *testing.T) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		m.mu.Lock()
-		m.bodies = append(m.bodies, b)
-		m.auth = append(m.auth, r.Header.Get("Authorization"))
-		m.ctype = append(m.ctype, r.Header.Get("Content-Type"))
 		code := m.respond
-		m.mu.Unlock()
 		if code == 0 {
 			code = http.StatusNoContent
 		}
+		if m.limit > 0 && len(b) > m.limit {
+			code = http.StatusRequestEntityTooLarge
+		}
+		m.bodies = append(m.bodies, b)
+		m.auth = append(m.auth, r.Header.Get("Authorization"))
+		m.ctype = append(m.ctype, r.Header.Get("Content-Type"))
+		m.codes = append(m.codes, code)
+		m.mu.Unlock()
 		w.WriteHeader(code)
 	}))
 	t.Cleanup(srv.Close)

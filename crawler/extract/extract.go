@@ -7,11 +7,11 @@ package extract
 import (
 	"io"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
-	"golang.org/x/net/html/charset"
 )
 
 // Limits keep a hostile page from making the result (or memory) large.
@@ -62,7 +62,7 @@ func (d Directives) Merge(o Directives) Directives {
 // the crawler's robots product token ("LohiSoftBot"): a <meta name> equal to
 // it counts like name="robots".
 func Extract(r io.Reader, contentType, token string) (*Page, error) {
-	rd, err := charset.NewReader(r, contentType)
+	rd, err := decodeHTML(r, contentType)
 	if err == io.EOF {
 		return &Page{H1: []string{}, H2: []string{}, H3: []string{}}, nil
 	}
@@ -364,34 +364,110 @@ func (x *extractor) finishAll() {
 	x.finishLink()
 }
 
-// clean collapses whitespace runs to one space, trims, drops invalid UTF-8
-// and control characters, and caps the length at MaxTextLen bytes on a rune
-// boundary.
-func clean(s string) string {
-	var b strings.Builder
-	b.Grow(min(len(s), MaxTextLen))
-	space := false
-	for _, r := range s {
-		if r == utf8.RuneError || r < 0x20 && r != '\t' && r != '\n' && r != '\r' && r != '\f' || r == 0x7F {
-			continue
+// CleanText makes a site-supplied string safe to store and show: it drops
+// invalid UTF-8, U+FFFD, C0 and C1 control characters (U+0000–U+001F,
+// U+007F–U+009F) and the bidi embedding, override and isolate characters
+// (U+202A–U+202E, U+2066–U+2069), which could reorder the text around it
+// wherever it is displayed; it collapses whitespace runs (tab, line breaks,
+// NEL and the Unicode spaces) to one space, trims, and caps the result at
+// MaxTextLen bytes on a rune boundary.
+func CleanText(s string) string {
+	var c cleaner
+	c.buf = make([]byte, 0, min(len(s), MaxTextLen))
+	c.writeString(s)
+	return string(c.buf)
+}
+
+func clean(s string) string { return CleanText(s) }
+
+// Rune classes for cleaning.
+const (
+	rKeep = iota
+	rSpace
+	rDrop
+)
+
+func runeClass(r rune) int {
+	switch {
+	case r == utf8.RuneError:
+		return rDrop
+	case r < 0x20:
+		if r == '\t' || r == '\n' || r == '\r' || r == '\f' {
+			return rSpace
 		}
-		if isSpace(r) {
-			space = b.Len() > 0
-			continue
+		return rDrop
+	case r < 0x7F:
+		if r == ' ' {
+			return rSpace
 		}
-		if space {
-			if b.Len()+1 > MaxTextLen {
-				break
-			}
-			b.WriteByte(' ')
-			space = false
+		return rKeep
+	case r <= 0x9F:
+		// DEL and the C1 controls; NEL is a line break, so a space.
+		if r == 0x85 {
+			return rSpace
 		}
-		if b.Len()+utf8.RuneLen(r) > MaxTextLen {
-			break
-		}
-		b.WriteRune(r)
+		return rDrop
+	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+		return rDrop
+	case isSpace(r):
+		return rSpace
 	}
-	return b.String()
+	return rKeep
+}
+
+// cleaner builds a cleaned text from pieces: the result is CleanText of
+// their concatenation.
+type cleaner struct {
+	buf   []byte
+	space bool
+	full  bool
+}
+
+func (c *cleaner) reset() { c.buf, c.space, c.full = c.buf[:0], false, false }
+
+func (c *cleaner) write(s []byte) {
+	for i := 0; i < len(s) && !c.full; {
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRune(s[i:])
+		}
+		i += size
+		c.add(r, size)
+	}
+}
+
+func (c *cleaner) writeString(s string) {
+	for i := 0; i < len(s) && !c.full; {
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
+		i += size
+		c.add(r, size)
+	}
+}
+
+func (c *cleaner) add(r rune, size int) {
+	switch runeClass(r) {
+	case rDrop:
+		return
+	case rSpace:
+		c.space = len(c.buf) > 0
+		return
+	}
+	if c.space {
+		if len(c.buf)+1 > MaxTextLen {
+			c.full = true
+			return
+		}
+		c.buf = append(c.buf, ' ')
+		c.space = false
+	}
+	if len(c.buf)+size > MaxTextLen {
+		c.full = true
+		return
+	}
+	c.buf = utf8.AppendRune(c.buf, r)
 }
 
 func isSpace(r rune) bool {
@@ -412,11 +488,12 @@ func hasToken(list, tok string) bool {
 }
 
 // ParseDirectives reads a robots meta content or X-Robots-Tag value:
-// comma-separated directives, "none" meaning noindex and nofollow.
+// directives separated by commas or whitespace ("noindex, nofollow" or
+// "noindex nofollow"), "none" meaning noindex and nofollow.
 func ParseDirectives(v string) Directives {
 	var d Directives
-	for _, part := range strings.Split(v, ",") {
-		switch strings.ToLower(strings.TrimSpace(part)) {
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+		switch strings.ToLower(f) {
 		case "noindex":
 			d.NoIndex = true
 		case "nofollow":
@@ -428,20 +505,25 @@ func ParseDirectives(v string) Directives {
 	return d
 }
 
-// HeaderDirectives reads the X-Robots-Tag header values that apply to token:
-// unscoped values apply to every crawler; "name: directives" values apply
-// only when name is token (case-insensitive).
+// HeaderDirectives reads the X-Robots-Tag header values that apply to token.
+// A value is a comma-separated list; a "name:" prefix on an item scopes it
+// and the items after it, up to the next prefix, to the user agent name
+// ("googlebot: nofollow, LohiSoftBot: noindex, nofollow" gives this bot
+// noindex and nofollow). Unscoped items apply to every crawler; a scope
+// applies when name is token (case-insensitive).
 func HeaderDirectives(values []string, token string) Directives {
 	var d Directives
 	for _, v := range values {
-		scope, rest, ok := strings.Cut(v, ":")
-		if ok && isAgentScope(scope) {
-			if strings.EqualFold(strings.TrimSpace(scope), token) {
-				d = d.Merge(ParseDirectives(rest))
+		applies := true
+		for _, item := range strings.Split(v, ",") {
+			if scope, rest, ok := strings.Cut(item, ":"); ok && isAgentScope(scope) {
+				applies = strings.EqualFold(strings.TrimSpace(scope), token)
+				item = rest
 			}
-			continue
+			if applies {
+				d = d.Merge(ParseDirectives(item))
+			}
 		}
-		d = d.Merge(ParseDirectives(v))
 	}
 	return d
 }
@@ -451,7 +533,7 @@ func HeaderDirectives(values []string, token string) Directives {
 // "unavailable_after: ...").
 func isAgentScope(s string) bool {
 	s = strings.TrimSpace(s)
-	if s == "" || strings.ContainsAny(s, " ,") {
+	if s == "" || strings.ContainsAny(s, " ,\t") {
 		return false
 	}
 	switch strings.ToLower(s) {

@@ -201,3 +201,71 @@ func TestIsHTML(t *testing.T) {
 		}
 	}
 }
+
+// C1 controls and bidi embedding/override/isolate characters are dropped
+// from every kept text, like C0 controls; NEL counts as a line break.
+func TestCleanDropsC1AndBidi(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\u0080b\u009fc":                    "abc",
+		"x\u202ay\u202bz\u202c\u202d\u202e!": "xyz!",
+		"p\u2066q\u2067r\u2068s\u2069":       "pqrs",
+		"line\u0085break":                    "line break",
+		"\u200eltr mark kept\u200f":          "\u200eltr mark kept\u200f",
+	} {
+		if got := CleanText(in); got != want {
+			t.Errorf("CleanText(%q) = %q, want %q", in, got, want)
+		}
+	}
+	evil := "\u202eevil\u0081\u2066"
+	doc := `<title>T` + evil + `</title><meta name="description" content="D` + evil + `">` +
+		`<h1>H` + evil + `</h1><h2>H2` + evil + `</h2><h3>H3` + evil + `</h3>` +
+		`<a href="/a">A` + evil + `</a><a href="/b"><img alt="I` + evil + `"></a>`
+	p := mustExtract(t, doc, "text/html; charset=utf-8")
+	for _, s := range append([]string{p.Title, p.Description, p.Links[0].Text, p.Links[1].Text}, append(append(p.H1, p.H2...), p.H3...)...) {
+		if !strings.HasSuffix(s, "evil") {
+			t.Errorf("%q: want the control and bidi characters dropped", s)
+		}
+	}
+}
+
+// Robots directives as site owners write them: separated by spaces as well
+// as commas, and several user agents in one X-Robots-Tag value, each agent's
+// directives running to the next agent.
+func TestDirectivesAsOwnersWriteThem(t *testing.T) {
+	for v, want := range map[string]Directives{
+		"noindex nofollow":         {true, true},
+		"NOINDEX  ,  nofollow":     {true, true},
+		"noarchive noindex":        {NoIndex: true},
+		"index\tfollow":            {},
+		"max-snippet: 20 nofollow": {NoFollow: true},
+		"noindexnofollow":          {},
+		" none ":                   {true, true},
+	} {
+		if got := ParseDirectives(v); got != want {
+			t.Errorf("ParseDirectives(%q) = %+v, want %+v", v, got, want)
+		}
+	}
+	p := mustExtract(t, `<meta name="robots" content="noindex nofollow">`, "text/html")
+	if p.Robots != (Directives{true, true}) {
+		t.Errorf("meta robots with spaces: %+v", p.Robots)
+	}
+	cases := []struct {
+		v    []string
+		want Directives
+	}{
+		{[]string{"otherbot: noindex, LohiSoftBot: noindex"}, Directives{NoIndex: true}},
+		{[]string{"googlebot: nofollow, LohiSoftBot: noindex, nofollow"}, Directives{true, true}},
+		{[]string{"LohiSoftBot: noindex, googlebot: nofollow"}, Directives{NoIndex: true}},
+		{[]string{"googlebot: noindex, nofollow, otherbot: none"}, Directives{}},
+		{[]string{"LohiSoftBot: noindex nofollow"}, Directives{true, true}},
+		{[]string{"nofollow, googlebot: noindex"}, Directives{NoFollow: true}},
+		{[]string{"googlebot: noindex", "LohiSoftBot:nofollow"}, Directives{NoFollow: true}},
+		{[]string{"LohiSoftBot: unavailable_after: Wednesday, 03-Nov-21 15:00:00 GMT, noindex"}, Directives{NoIndex: true}},
+		{[]string{"max-snippet: 20, googlebot: nofollow"}, Directives{}},
+	}
+	for _, c := range cases {
+		if got := HeaderDirectives(c.v, "LohiSoftBot"); got != c.want {
+			t.Errorf("%q: %+v, want %+v", c.v, got, c.want)
+		}
+	}
+}

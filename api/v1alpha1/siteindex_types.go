@@ -140,6 +140,13 @@ type SiteIndexStatus struct {
 	// site asked the bot to back off.
 	// +optional
 	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
+	// Refused is why the run's crawl refused the site's address before it
+	// could index anything (an IPv6-only host, no A record, a non-public
+	// address): input that will not change by itself. The CrawlTarget
+	// then shows Stalled instead of retrying on a timer.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Refused string `json:"refused,omitempty"`
 	// Progress follows a recrawl in progress; Pages keep the last complete
 	// crawl until it ends.
 	// +optional

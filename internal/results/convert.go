@@ -62,6 +62,7 @@ func IndexStatus(rep result.Report, owner site.Site, run string, maxPages int, n
 		})
 	}
 	st.Stats = crawlv1.IndexStats{Pages: int32(len(st.Pages)), Skipped: int32(min(len(rep.Result.Skipped), 1<<20))}
+	st.Refused = refusal(rep, len(st.Pages))
 	if rep.Final {
 		st.CrawledAt = &metav1.Time{Time: now}
 	}

@@ -56,8 +56,15 @@ k8s-bin: ## Build etcd, kube-apiserver, kubectl, kube-scheduler, kube-controller
 ##@ Test
 
 .PHONY: test
-test: k8s-bin manifests generate vet build ## Run every test: unit, envtest and end-to-end.
+test: k8s-bin manifests generate vet build ## Run every test: unit, envtest and end-to-end, then each fuzz target briefly.
 	go test $(GO_TEST_FLAGS) ./...
+	hack/fuzz.sh 3s
+
+FUZZTIME ?= 2m
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 2m; failures land in testdata/fuzz).
+	hack/fuzz.sh $(FUZZTIME)
 
 .PHONY: bench
 bench: ## Run the benchmarks.

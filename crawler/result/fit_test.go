@@ -130,9 +130,11 @@ func TestCut(t *testing.T) {
 		{"abc", 5, "abc"},
 		{"  abc  ", 5, "abc"},
 		{"abcdef", 3, "abc"},
-		{"ab čd", 4, "ab"},             // 'č' is two bytes: not split
-		{"ab\xffcd", 10, "ab\uFFFDcd"}, // invalid UTF-8 replaced
-		{"ab cd", 3, "ab"},             // no trailing space after the cut
+		{"ab čd", 4, "ab"},                             // 'č' is two bytes: not split
+		{"ab\xffcd", 10, "ab\uFFFDcd"},                 // invalid UTF-8 replaced
+		{"ab cd", 3, "ab"},                             // no trailing space after the cut
+		{"a\tb\u0085c\u202Ed\u2069e\x7f", 20, "abcde"}, // controls and bidi dropped
+		{"\u200Fשלום", 20, "\u200Fשלום"},               // a plain direction mark is text
 	} {
 		if got := Cut(c.in, c.n); got != c.want {
 			t.Errorf("Cut(%q, %d) = %q, want %q", c.in, c.n, got, c.want)

@@ -45,10 +45,22 @@ const (
 )
 
 // Cut trims s to at most n bytes without splitting a UTF-8 sequence,
-// replaces invalid UTF-8 (which the API server would reject) and trims
-// surrounding white space.
+// replaces invalid UTF-8 (which the API server would reject), drops
+// control and bidi formatting characters and trims surrounding white
+// space. The crawler's extractor already cleans what it keeps; Cut holds
+// the same line for every other string that reaches a document (URLs,
+// reasons) and for the manager, which trusts nothing a crawler Pod sends.
 func Cut(s string, n int) string {
-	s = strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD"))
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if strings.IndexFunc(s, IsControlOrBidi) >= 0 {
+		s = strings.Map(func(r rune) rune {
+			if IsControlOrBidi(r) {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	s = strings.TrimSpace(s)
 	if len(s) <= n {
 		return s
 	}
@@ -71,4 +83,14 @@ func CutAll(in []string, maxItems, maxLen int) []string {
 		}
 	}
 	return out
+}
+
+// IsControlOrBidi reports whether r must not appear in a stored text: C0
+// and C1 control characters (tab, newline and the like included: stored
+// texts are single lines), DEL, and the bidi embedding, override and
+// isolate characters, which can make a title read differently from what
+// it says.
+func IsControlOrBidi(r rune) bool {
+	return r < 0x20 || 0x7F <= r && r <= 0x9F ||
+		0x202A <= r && r <= 0x202E || 0x2066 <= r && r <= 0x2069
 }

@@ -1,12 +1,16 @@
 // Package extract reads the few things LohiSoftBot keeps from an HTML page
 // (title, meta description, h1–h3, links with their text) in one streaming
-// pass. Nothing else of the page is retained: text outside those elements is
-// seen by the tokenizer and dropped on the spot.
+// pass. Which text belongs to which element is decided as the HTML5 parsing
+// algorithm decides it (tree.go follows golang.org/x/net/html's tree
+// construction without building the page's DOM); text outside those
+// elements is seen by the tokenizer and dropped on the spot.
 package extract
 
 import (
+	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -69,29 +73,69 @@ func Extract(r io.Reader, contentType, token string) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := extractor{p: &Page{}, token: token}
-	z := html.NewTokenizer(rd)
+	return extract(rd, token)
+}
+
+// debugPanics re-raises internal errors (tests set it to see the stack);
+// debugCheck, when set, runs after every token.
+var (
+	debugPanics = false
+	debugCheck  func(*builder)
+)
+
+var extractors = sync.Pool{New: func() any { return new(extractor) }}
+
+type extractor struct {
+	b     builder
+	p     *Page
+	token string
+}
+
+// extract reads a page already decoded to UTF-8.
+func extract(rd io.Reader, token string) (p *Page, err error) {
+	x := extractors.Get().(*extractor)
+	x.p, x.token = &Page{}, token
+	b := &x.b
+	b.reset(html.NewTokenizer(rd))
+	defer func() {
+		if r := recover(); r != nil {
+			// A bug, not a page fault: report it, keep nothing.
+			p, err = nil, fmt.Errorf("extract: internal error: %v", r)
+			if debugPanics {
+				panic(r)
+			}
+			x.b = builder{}
+		}
+		x.p = nil
+		extractors.Put(x)
+	}()
 	for {
-		tt := z.Next()
-		switch tt {
+		switch b.next() {
 		case html.ErrorToken:
-			x.finishAll()
-			if err := z.Err(); err != io.EOF {
-				return x.p, err
+			p := x.p
+			b.finish(p)
+			p.H1, p.H2, p.H3 = nonNil(p.H1), nonNil(p.H2), nonNil(p.H3)
+			if err := b.z.Err(); err != io.EOF {
+				return p, err
 			}
-			x.p.H1, x.p.H2, x.p.H3 = nonNil(x.p.H1), nonNil(x.p.H2), nonNil(x.p.H3)
-			return x.p, nil
-		case html.TextToken:
-			if x.collecting() && x.skip == 0 {
-				x.text(z.Text())
-			}
+			return p, nil
 		case html.StartTagToken, html.SelfClosingTagToken:
-			if a := rawTagAtom(z.Raw()); a != 0 {
-				x.start(z, a, tt == html.SelfClosingTagToken)
+			// Wherever they are, as before the tree was followed: a
+			// robots meta counts even where a browser would not look.
+			switch b.tok.atom {
+			case atom.Meta:
+				x.meta()
+			case atom.Base:
+				x.base()
 			}
-		case html.EndTagToken:
-			if a := rawTagAtom(z.Raw()); a != 0 {
-				x.end(a)
+		}
+		if !b.stopped {
+			b.parseCurrentToken()
+			if len(b.finalQ) > 0 || b.pending > 0 && b.openTables == 0 {
+				b.settle(false)
+			}
+			if debugCheck != nil {
+				debugCheck(b)
 			}
 		}
 	}
@@ -104,177 +148,15 @@ func nonNil(s []string) []string {
 	return s
 }
 
-type extractor struct {
-	p     *Page
-	token string
-
-	skip int // depth inside <script>, <style>, <template>: not page text
-
-	inTitle  bool
-	titleSet bool
-	title    []byte
-
-	heading int // 1..3 while inside a heading, else 0
-	head    []byte
-
-	inLink  bool
-	link    Link
-	anchor  []byte
-	altText []byte
-}
-
-func (x *extractor) collecting() bool { return x.inTitle || x.heading != 0 || x.inLink }
-
-func (x *extractor) text(b []byte) {
-	if x.inTitle {
-		x.title = appendCapped(x.title, b)
-	}
-	if x.heading != 0 {
-		x.head = appendCapped(x.head, b)
-	}
-	if x.inLink {
-		x.anchor = appendCapped(x.anchor, b)
-	}
-}
-
-func appendCapped(dst, b []byte) []byte {
-	if room := maxCollect - len(dst); room > 0 {
-		if len(b) > room {
-			b = b[:room]
-		}
-		dst = append(dst, b...)
-	}
-	return dst
-}
-
-// rawTagAtom reads the tag name from a raw tag token and returns its atom
-// when it is one the extractor handles, 0 otherwise. Reading it here rather
-// than through Tokenizer.TagName (which copies every name) keeps the
-// thousands of <p>, <div> and <span> tags of a page free of allocations.
-func rawTagAtom(raw []byte) atom.Atom {
-	i := 1 // past '<'
-	if i < len(raw) && raw[i] == '/' {
-		i++
-	}
-	var name [10]byte
-	n := 0
-	for ; i < len(raw); i++ {
-		c := raw[i]
-		if c == ' ' || c == '>' || c == '/' || c == '\t' || c == '\n' || c == '\r' || c == '\f' {
-			break
-		}
-		if n == len(name) {
-			return 0
-		}
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		name[n] = c
-		n++
-	}
-	switch a := atom.Lookup(name[:n]); a {
-	case atom.Title, atom.H1, atom.H2, atom.H3, atom.A, atom.Img, atom.Meta, atom.Base,
-		atom.Script, atom.Style, atom.Template, atom.Body, atom.Html:
-		return a
-	}
-	return 0
-}
-
-func (x *extractor) start(z *html.Tokenizer, a atom.Atom, selfClosing bool) {
-	// Attributes are read with TagAttr, which returns nothing for a tag
-	// without any, so no separate check is needed.
-	switch a {
-	case atom.Script, atom.Style, atom.Template:
-		if !selfClosing {
-			x.skip++
-		}
-	case atom.Title:
-		if !x.titleSet && !selfClosing && x.skip == 0 {
-			x.inTitle = true
-		}
-	case atom.H1, atom.H2, atom.H3:
-		x.finishHeading()
-		if !selfClosing {
-			x.heading = headingLevel(a)
-		}
-	case atom.A:
-		x.finishLink()
-		var href, rel string
-		found := false
-		for {
-			k, v, more := z.TagAttr()
-			switch string(k) {
-			case "href":
-				if !found {
-					href, found = string(v), true
-				}
-			case "rel":
-				rel = string(v)
-			}
-			if !more {
-				break
-			}
-		}
-		if found {
-			x.inLink = !selfClosing
-			x.link = Link{Href: href, NoFollow: hasToken(rel, "nofollow")}
-			if selfClosing {
-				x.p.addLink(x.link)
-			}
-		}
-	case atom.Img:
-		if x.inLink {
-			for {
-				k, v, more := z.TagAttr()
-				if string(k) == "alt" {
-					// Several images in one link: their alts, space-separated.
-					x.altText = appendCapped(append(x.altText, ' '), v)
-				}
-				if !more {
-					break
-				}
-			}
-		}
-	case atom.Meta:
-		x.meta(z)
-	case atom.Base:
-		if x.p.Base == "" {
-			for {
-				k, v, more := z.TagAttr()
-				if string(k) == "href" {
-					x.p.Base = strings.TrimSpace(string(v))
-				}
-				if !more || x.p.Base != "" {
-					break
-				}
-			}
-		}
-	}
-}
-
-func headingLevel(a atom.Atom) int {
-	switch a {
-	case atom.H1:
-		return 1
-	case atom.H2:
-		return 2
-	}
-	return 3
-}
-
-func (x *extractor) meta(z *html.Tokenizer) {
+func (x *extractor) meta() {
 	var name, content string
 	hasContent := false
-	for {
-		k, v, more := z.TagAttr()
-		switch string(k) {
+	for _, at := range x.b.readAttrs() {
+		switch string(at.key) {
 		case "name":
-			name = strings.TrimSpace(string(v))
+			name = strings.TrimSpace(string(at.val))
 		case "content":
-			content, hasContent = string(v), true
-		}
-		if !more {
-			break
+			content, hasContent = string(at.val), true
 		}
 	}
 	if !hasContent {
@@ -283,85 +165,21 @@ func (x *extractor) meta(z *html.Tokenizer) {
 	switch {
 	case strings.EqualFold(name, "description"):
 		if x.p.Description == "" {
-			x.p.Description = clean(content)
+			x.p.Description = CleanText(content)
 		}
 	case strings.EqualFold(name, "robots"), x.token != "" && strings.EqualFold(name, x.token):
 		x.p.Robots = x.p.Robots.Merge(ParseDirectives(content))
 	}
 }
 
-func (x *extractor) end(a atom.Atom) {
-	switch a {
-	case atom.Script, atom.Style, atom.Template:
-		if x.skip > 0 {
-			x.skip--
-		}
-	case atom.Title:
-		if x.inTitle {
-			x.inTitle, x.titleSet = false, true
-			x.p.Title = clean(string(x.title))
-		}
-	case atom.H1, atom.H2, atom.H3:
-		x.finishHeading()
-	case atom.A:
-		x.finishLink()
-	case atom.Body, atom.Html:
-		// Unclosed elements end with the document, not before: browsers
-		// keep them open, and so do we until EOF.
-	}
-}
-
-func (x *extractor) finishHeading() {
-	if x.heading == 0 {
+// base keeps the href of the first <base> element that has one.
+func (x *extractor) base() {
+	if x.p.Base != "" {
 		return
 	}
-	t := clean(string(x.head))
-	if t != "" {
-		switch x.heading {
-		case 1:
-			x.p.H1 = appendHeading(x.p.H1, t)
-		case 2:
-			x.p.H2 = appendHeading(x.p.H2, t)
-		case 3:
-			x.p.H3 = appendHeading(x.p.H3, t)
-		}
+	if v, ok := x.b.attrVal("href"); ok {
+		x.p.Base = strings.TrimSpace(string(v))
 	}
-	x.heading, x.head = 0, x.head[:0]
-}
-
-func appendHeading(list []string, t string) []string {
-	if len(list) >= MaxHeadings {
-		return list
-	}
-	return append(list, t)
-}
-
-func (x *extractor) finishLink() {
-	if !x.inLink {
-		return
-	}
-	l := x.link
-	l.Text = clean(string(x.anchor))
-	if l.Text == "" {
-		l.Text = clean(string(x.altText))
-	}
-	x.p.addLink(l)
-	x.inLink, x.anchor, x.altText = false, x.anchor[:0], x.altText[:0]
-}
-
-func (p *Page) addLink(l Link) {
-	if len(p.Links) < MaxLinks {
-		p.Links = append(p.Links, l)
-	}
-}
-
-func (x *extractor) finishAll() {
-	if x.inTitle {
-		x.inTitle, x.titleSet = false, true
-		x.p.Title = clean(string(x.title))
-	}
-	x.finishHeading()
-	x.finishLink()
 }
 
 // CleanText makes a site-supplied string safe to store and show: it drops

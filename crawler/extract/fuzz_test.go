@@ -2,6 +2,7 @@ package extract
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -42,4 +43,97 @@ func FuzzExtract(f *testing.F) {
 			t.Fatal("limits exceeded")
 		}
 	})
+}
+
+// FuzzExtractMatchesHTML5 checks the streaming extractor against the tree
+// golang.org/x/net/html.Parse builds for the same decoded page: same title,
+// same headings per level, same links (href, text, nofollow) in the same
+// order, after CleanText and the caps. The rule, and how clones made by the
+// adoption agency are counted (they are not links), is in reference_test.go.
+// Pages html.Parse rejects (nested deeper than 512 elements) are skipped; so
+// are links, only, when the reference cannot mark every <a> start tag.
+func FuzzExtractMatchesHTML5(f *testing.F) {
+	for _, c := range scopeCases {
+		f.Add([]byte(c.doc))
+	}
+	for _, s := range html5Seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		decoded, err := io.ReadAll(mustDecode(t, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, linksOK, err := referencePage(decoded)
+		if err != nil {
+			return
+		}
+		got, err := extract(bytes.NewReader(decoded), "LohiSoftBot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := comparePages(got, ref, linksOK); d != "" {
+			t.Fatalf("%q: %s", decoded, d)
+		}
+	})
+}
+
+func mustDecode(t *testing.T, doc []byte) io.Reader {
+	r, err := decodeHTML(bytes.NewReader(doc), "text/html; charset=utf-8")
+	if err == io.EOF {
+		return bytes.NewReader(nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// html5Seeds are messy and hostile pages for FuzzExtractMatchesHTML5, on
+// top of the scoping table tests.
+var html5Seeds = []string{
+	`<table><tr><td>a<td>b<tr><th><h1>x</th></table><h2>y`,
+	`<table><a href=1>f</a><tr><td><a href=2>c</a><caption><h3>cap</h3></table>`,
+	`<table><tbody><tr><td><table><tr><td><h1>in</td></tr></table>out</td></tr></tbody></table>`,
+	`<table><colgroup><col><col></colgroup><h2>fostered</h2><tr><td>x`,
+	`<table><input type=hidden><input type=text><form><a href=/f>fo</a></form></table>`,
+	`<ul><li>one<li><a href=/l>two<li>three</ul><ol><li><h3>x<li>y</ol>`,
+	`<dl><dt>t<dd><a href=/d>d<dt>u</dl>`,
+	`<a href=/1><a href=/2><a href=/3>x</a></a></a>`,
+	`<a href=/1><div><a href=/2>nested</div>after</a>`,
+	`<a href=/1>a<table><a href=/2>b</table>c`,
+	`<a href=/1><svg><desc><a href=/2>x</a>y</desc></svg>z</a>`,
+	`<b><i><u><s><a href=/x>fmt</b>1</i>2</u>3</s>4`,
+	`<p><b class=x><b class=x><b class=x><b class=x>deep</p><p>again`,
+	`<nobr>a<nobr>b</nobr>c`,
+	`<font color=red><svg><font size=3><a href=/s>x</a></font></svg></font>`,
+	`<svg><title>icon<h1>breaks out</h1></title><foreignObject><a href=/fo>fo</a></foreignObject></svg>`,
+	`<math><mi><h2>mi</h2></mi><annotation-xml encoding="text/html"><a href=/ax>ax</a></annotation-xml><mtext><b>t</b></mtext></math>`,
+	`<svg><style><a href=/st>styled</a></style><script>s</script><![CDATA[<h1>cdata</h1>]]></svg>`,
+	`<template><a href=/t1>t</a><template><h1>x</h1></template></template><a href=/t2>real</a>`,
+	`<head><template><title>t</title></template><title>real</title></head>`,
+	`<noscript><h1>ns</h1></noscript><noembed>e</noembed><noframes>f</noframes><iframe><a href=/if>i</a></iframe>`,
+	`<select><option><h2>o</h2><optgroup><a href=/sel>s</a></select><select><select>x`,
+	`<button><a href=/b>btn</button><button>x`,
+	`<form><h1>f</form><form>y</form>z`,
+	`<pre>` + "\n\n" + `<a href=/pre>p</a></pre><listing>` + "\n" + `l</listing><textarea>` + "\n" + `t</textarea>`,
+	`<xmp><a href=/x>raw</a></xmp><plaintext><h1>plain`,
+	`<h1><title>in body</title>h</h1><title>late</title>`,
+	`<!doctype html><html><head></head><title>after head</title><body><h1>b</h1>`,
+	`<html><head><title>a</title></head><body></body></html><h2>after html</h2><!-- c -->x`,
+	`<frameset><frame></frameset><noframes><a href=/nf>nf</a></noframes>`,
+	`<a href=/x>x</a><frameset></frameset></html> <a href=/y>y`,
+	`<ruby>r<rt>t<rp>p</ruby><h3>after ruby`,
+	`<image alt="img alt"><a href=/i><image alt=one><img alt=two></a>`,
+	`<object><a href=/o>o</object></a><applet><h1>ap</applet><marquee>m</marquee>`,
+	`<h1>a<h2>b<h3>c</h1>d</h2>e</h3>f`,
+	`<header><nav><a href=/n>nav</nav></header><main><h1>m</main><footer>f`,
+	`<table><tr><td><a href=/1>one</td></tr><tr><td>two</a></td></tr></table>`,
+	`<div><a href=/x>x</div><div><a href=/y>y</div>z`,
+	`<b><p>bold</b>para</p>`,
+	`<a href=/1>1<p>2</a>3`,
+	`<span><a href=/1>x<b>y</span>z</b>`,
+	`<table><tr><td><svg><title>t</title></svg><math><mi>m</mi></math></td></tr></table>`,
+	`<body><a href=/1><h1>linked heading</h1></a><h2><a href=/2>heading link</h2>`,
+	"<h1>\x00a\u0000b\r\nc\u0085d\u202ee</h1><a href=/z>\ufeffz</a>",
 }

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -70,6 +71,9 @@ type targetScope struct {
 	verdict verdict
 	// failure describes a run that failed during this reconcile.
 	failure string
+	// stall is set when a run failed on input that cannot change by
+	// itself during this reconcile.
+	stall reason
 	requeue time.Duration
 	// committed are Events and metric updates that describe what this
 	// reconcile decided; they happen only once its status patch lands, so a
@@ -137,7 +141,7 @@ func (r *CrawlTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}()
 
-	for _, st := range []step{r.parseSite, r.ensureSiteIndex, r.enforceExclusion, r.checkDuplicate, r.observeRun, r.startCrawl} {
+	for _, st := range []step{r.parseSite, r.ensureSiteIndex, r.enforceExclusion, r.checkDuplicate, r.observeRun, r.holdStalled, r.startCrawl} {
 		done, err := st(ctx, s)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -330,6 +334,10 @@ func (r *CrawlTargetReconciler) observeRun(ctx context.Context, s *targetScope) 
 			err = r.recordSuccess(ctx, s, name, s.now, time.Time{})
 		case pod == nil:
 			r.recordFailure(s, s.now, "crawler Pod was deleted before it finished", "")
+		case crawlerExitCode(pod) == crawlerExitBadInput:
+			r.recordStall(s, podFinishedAt(pod, s.now), reason{crawlv1.ReasonInvalidInput,
+				fmt.Sprintf("crawl %d: the crawler refused its input (%s); not retried until spec changes or a crawl is requested",
+					st.Runs, podFailure(pod))})
 		default:
 			r.recordFailure(s, podFinishedAt(pod, s.now), "crawler Pod failed: "+podFailure(pod), pod.Name)
 		}
@@ -423,6 +431,11 @@ func (r *CrawlTargetReconciler) recordSuccess(ctx context.Context, s *targetScop
 	st := &s.ct.Status
 	st.RetryAfter = idx.Status.RetryAfter
 	pages := int32(len(idx.Status.Pages))
+	if pages == 0 && idx.Status.Refused != "" {
+		r.recordStall(s, finished, reason{crawlv1.ReasonAddressRefused,
+			fmt.Sprintf("crawl %d refused the site: %s; not retried until spec changes or a crawl is requested", st.Runs, idx.Status.Refused)})
+		return nil
+	}
 	if pages == 0 && idx.Status.RetryAfter != nil {
 		r.recordFailure(s, finished, fmt.Sprintf("site asked the bot to back off until %s", idx.Status.RetryAfter.UTC().Format(time.RFC3339)), run)
 		return nil
@@ -458,6 +471,57 @@ func (r *CrawlTargetReconciler) recordFailure(s *targetScope, at time.Time, why,
 		r.Recorder.Eventf(s.ct, nil, corev1.EventTypeWarning, crawlv1.ReasonCrawlFailed, "Crawl",
 			"crawl %d failed (%d in a row): %s", runs, failures, why)
 	})
+}
+
+// crawlerExitBadInput is the crawler's exit code for bad input (cmd/crawler):
+// running it again with the same input fails the same way.
+const crawlerExitBadInput = 2
+
+// crawlerExitCode is the exit code of a finished crawler container, or -1.
+func crawlerExitCode(pod *corev1.Pod) int32 {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			return t.ExitCode
+		}
+	}
+	return -1
+}
+
+// recordStall records a run that failed on input that cannot change by
+// itself: it counts as a failure, but no retry is scheduled; holdStalled
+// keeps the target Stalled until its spec changes or a crawl is requested.
+func (r *CrawlTargetReconciler) recordStall(s *targetScope, at time.Time, why reason) {
+	st := &s.ct.Status
+	st.ConsecutiveFailures++
+	st.LastFailureTime = &metav1.Time{Time: at}
+	s.stall = why
+	s.onCommit(func() {
+		crawlsFinished.WithLabelValues("failed").Inc()
+		r.Recorder.Eventf(s.ct, nil, corev1.EventTypeWarning, why.Reason, "Crawl", "%s", why.Message)
+	})
+}
+
+// stalledReasons are the Stalled reasons a crawl itself can cause.
+var stalledReasons = map[string]bool{crawlv1.ReasonInvalidInput: true, crawlv1.ReasonAddressRefused: true}
+
+// holdStalled keeps a target whose last crawl failed on input that cannot
+// change by itself (InvalidInput, AddressRefused) Stalled, with no timer:
+// a new spec generation or a crawl request is what lets it crawl again.
+func (r *CrawlTargetReconciler) holdStalled(_ context.Context, s *targetScope) (bool, error) {
+	why := s.stall
+	if !why.set() {
+		c := meta.FindStatusCondition(s.ct.Status.Conditions, crawlv1.ConditionStalled)
+		if c == nil || c.Status != metav1.ConditionTrue || !stalledReasons[c.Reason] || c.ObservedGeneration != s.ct.Generation {
+			return false, nil
+		}
+		if _, requested := CrawlRequested(s.ct); requested {
+			return false, nil
+		}
+		why = reason{c.Reason, c.Message}
+	}
+	s.verdict.block = why
+	s.ct.Status.NextCrawlTime = nil
+	return true, nil
 }
 
 // startCrawl starts a crawl when one is due and the fleet has room: one

@@ -90,6 +90,13 @@ const (
 	ReasonSuspended          = "Suspended"
 	ReasonScheduled          = "Scheduled"
 	ReasonIdle               = "Idle"
+	// ReasonInvalidInput: the crawler refused its input (exit code 2, e.g.
+	// a URL it cannot crawl). Stalled until spec changes or a crawl is
+	// requested; never retried on a timer.
+	ReasonInvalidInput = "InvalidInput"
+	// ReasonAddressRefused: the crawl refused the site's address (IPv6
+	// only, no A record, not public). Stalled like ReasonInvalidInput.
+	ReasonAddressRefused = "AddressRefused"
 )
 
 // CrawlTargetStatus is what the operator observed and did.

@@ -73,7 +73,7 @@ type targetScope struct {
 	failure string
 	// stall is set when a run failed on input that cannot change by
 	// itself during this reconcile.
-	stall reason
+	stall   reason
 	requeue time.Duration
 	// committed are Events and metric updates that describe what this
 	// reconcile decided; they happen only once its status patch lands, so a

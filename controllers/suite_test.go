@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,6 +45,27 @@ type operator struct {
 	results *httptest.Server
 	stop    context.CancelFunc
 	done    chan struct{}
+	// cache and apiReader are the manager's; apiReads counts the results
+	// endpoint's reads from the API server.
+	cache     client.Client
+	apiReader client.Reader
+	apiReads  *atomic.Int64
+}
+
+// countingReader counts reads that reach the API server.
+type countingReader struct {
+	client.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.n.Add(1)
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (c countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.n.Add(1)
+	return c.Reader.List(ctx, list, opts...)
 }
 
 type operatorOptions struct {
@@ -96,15 +118,17 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 	}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	reads := &atomic.Int64{}
 	srv := &results.Server{
 		Client: mgr.GetClient(),
-		Reader: mgr.GetAPIReader(),
+		Reader: countingReader{Reader: mgr.GetAPIReader(), n: reads},
 		Clock:  clk,
 		Excluded: func(ctx context.Context, host string) (bool, error) {
 			return Excluded(ctx, mgr.GetClient(), host)
 		},
 	}
-	op := &operator{clock: clk, results: httptest.NewServer(srv.Handler()), done: make(chan struct{})}
+	op := &operator{clock: clk, results: httptest.NewServer(srv.Handler()), done: make(chan struct{}),
+		cache: mgr.GetClient(), apiReader: mgr.GetAPIReader(), apiReads: reads}
 	ctx, cancel := context.WithCancel(context.Background())
 	op.stop = cancel
 	go func() {

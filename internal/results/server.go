@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,29 @@ type Server struct {
 	// Excluded reports whether a host is covered by an Exclusion; reports of
 	// excluded sites are refused so nothing purged comes back.
 	Excluded func(ctx context.Context, host string) (bool, error)
+	// FailureRate and FailureBurst limit failed requests (malformed names,
+	// missing or wrong tokens) per source address; beyond them a source
+	// gets 429 with Retry-After. Zero takes DefaultFailureRate and
+	// DefaultFailureBurst.
+	FailureRate  float64
+	FailureBurst int
+
+	initOnce sync.Once
+	limiter  *failureLimiter
+	absent   negativeCache
+}
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		rate, burst := s.FailureRate, s.FailureBurst
+		if rate <= 0 {
+			rate = DefaultFailureRate
+		}
+		if burst <= 0 {
+			burst = DefaultFailureBurst
+		}
+		s.limiter = &failureLimiter{rate: rate, burst: float64(burst)}
+	})
 }
 
 // Handler returns the endpoint's HTTP handler.
@@ -56,8 +80,11 @@ func (s *Server) Handler() http.Handler {
 
 // httpError is an error with the status code the crawler should see.
 type httpError struct {
-	code int
-	msg  string
+	code   int
+	msg    string
+	header http.Header
+	// failure marks a request that counts against its source's limit.
+	failure bool
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -67,6 +94,7 @@ func fail(code int, format string, args ...any) error {
 }
 
 func (s *Server) report(w http.ResponseWriter, r *http.Request) {
+	s.init()
 	ns, name := r.PathValue("namespace"), r.PathValue("pod")
 	pages, err := s.handle(r, ns, name)
 	if err != nil {
@@ -74,6 +102,12 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 		if !errors.As(err, &he) {
 			log.FromContext(r.Context()).Error(err, "store crawl report", "namespace", ns, "pod", name)
 			he = &httpError{code: http.StatusServiceUnavailable, msg: "could not store the report, retry"}
+		}
+		if he.failure {
+			s.limiter.failed(source(r), s.now())
+		}
+		for k, v := range he.header {
+			w.Header()[k] = v
 		}
 		writeError(w, he.code, he.msg)
 		return
@@ -100,29 +134,59 @@ func (s *Server) handle(r *http.Request, ns, name string) (int, error) {
 }
 
 // authenticate ties the bearer token to exactly one live run: the Pod named
-// in the URL, whose annotation holds the token's hash.
+// in the URL, whose annotation holds the token's hash. Names no Pod can
+// have get 400 before anything is looked up; runs are looked up in the
+// manager's cache (lookupRun), and a source that keeps failing gets 429
+// while a crawler with its run's token goes through.
 func (s *Server) authenticate(ctx context.Context, r *http.Request, ns, name string) (*corev1.Pod, error) {
+	if err := checkNames(ns, name); err != nil {
+		return nil, counted(err)
+	}
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || token == "" {
-		return nil, fail(http.StatusUnauthorized, "missing bearer token")
+		return nil, counted(fail(http.StatusUnauthorized, "missing bearer token"))
 	}
-	// Read fresh: a Pod being deleted (an Exclusion, a user) must not
-	// deliver the partial result its crawler sends on SIGTERM.
-	pod := &corev1.Pod{}
-	err := s.reader().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)
-	if apierrors.IsNotFound(err) {
-		return nil, fail(http.StatusForbidden, "unknown run or wrong token")
-	}
-	if err != nil {
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	wait := s.limiter.wait(source(r), s.now())
+	pod, fromAPI, err := s.lookupRun(ctx, key, token, wait > 0)
+	switch {
+	case errors.Is(err, errUnknownRun) && wait > 0:
+		return nil, tooMany(wait)
+	case errors.Is(err, errUnknownRun):
+		return nil, counted(err)
+	case err != nil:
 		return nil, err
 	}
-	if !crawlpod.IsCrawlerPod(pod) || !crawlpod.TokenMatches(pod, token) {
-		return nil, fail(http.StatusForbidden, "unknown run or wrong token")
+	if !fromAPI {
+		// Read fresh: a Pod being deleted (an Exclusion, a user) must not
+		// deliver the partial result its crawler sends on SIGTERM.
+		pod = &corev1.Pod{}
+		err := s.reader().Get(ctx, key, pod)
+		if apierrors.IsNotFound(err) {
+			return nil, fail(http.StatusConflict, "run %s/%s has ended", ns, name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !crawlpod.IsCrawlerPod(pod) || !crawlpod.TokenMatches(pod, token) {
+			return nil, counted(errUnknownRun)
+		}
 	}
 	if !crawlpod.Active(pod) {
 		return nil, fail(http.StatusConflict, "run %s/%s has ended", ns, name)
 	}
 	return pod, nil
+}
+
+// counted marks err as a failure that counts against its source's limit.
+func counted(err error) error {
+	var he *httpError
+	if errors.As(err, &he) {
+		c := *he
+		c.failure = true
+		return &c
+	}
+	return err
 }
 
 func (s *Server) decode(r *http.Request) (result.Report, error) {

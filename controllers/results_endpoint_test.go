@@ -1,0 +1,118 @@
+package controllers
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/internal/results"
+)
+
+// rawPost sends a report to a raw path of a results endpoint.
+func rawPost(t *testing.T, base, path, token string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(`{"final":false,"result":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// The edges of the results endpoint, over real HTTP against a real API
+// server: malformed names get 400 without a lookup, wrong tokens are
+// answered from the manager's cache, unknown names are asked of the API
+// server once, and a source that keeps failing gets 429, while the crawler
+// holding the run's token is never slowed down.
+func TestResultsEndpointEdges(t *testing.T) {
+	createEgressNode(t, "egress-edges", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "edges", "https://edges.example.com/")
+	pod := waitPod(t, ct, 1)
+	setPodPhase(t, pod, corev1.PodRunning, 0)
+	token := runToken(t, pod)
+	progress := result.Report{Result: result.Crawl{Pages: pages("https://edges.example.com", 1)}}
+	if code, body := postReport(t, op, pod, token, progress); code != http.StatusOK {
+		t.Fatalf("progress: %d %s", code, body)
+	}
+
+	reads := op.apiReads.Load()
+	for _, path := range []string{
+		"/v1/runs/default/a%2Fb",
+		"/v1/runs/" + ns + "/a%2Fb",
+		"/v1/runs/Default/edges-crawl-1",
+		"/v1/runs/" + ns + "/" + strings.Repeat("a", 254),
+		"/v1/runs/" + ns + "/-edges",
+		"/v1/runs/" + ns + "/edges%00crawl",
+	} {
+		code, _, body := rawPost(t, op.results.URL, path, "0123456789abcdef")
+		if code != http.StatusBadRequest || !strings.Contains(body, `"error"`) {
+			t.Errorf("POST %s = %d %s, want 400 with a JSON error", path, code, body)
+		}
+	}
+	if n := op.apiReads.Load() - reads; n != 0 {
+		t.Errorf("malformed names cost %d API reads, want none", n)
+	}
+
+	// Wrong tokens for the live run: the cache answers. After the burst,
+	// the source gets 429 with Retry-After.
+	reads = op.apiReads.Load()
+	path := "/v1/runs/" + ns + "/" + pod.Name
+	codes := map[int]int{}
+	var limited http.Header
+	for i := 0; i < 200; i++ {
+		code, h, body := rawPost(t, op.results.URL, path, fmt.Sprintf("guess-%d", i))
+		codes[code]++
+		if !strings.Contains(body, `"error"`) {
+			t.Fatalf("answer without a JSON error: %d %s", code, body)
+		}
+		if code == http.StatusTooManyRequests {
+			limited = h
+		}
+	}
+	if n := op.apiReads.Load() - reads; n != 0 {
+		t.Errorf("200 wrong tokens cost %d API reads, want none", n)
+	}
+	// The malformed names above and the first wrong tokens spend the burst.
+	if codes[http.StatusForbidden] == 0 || codes[http.StatusForbidden] > results.DefaultFailureBurst ||
+		codes[http.StatusTooManyRequests] < 200-results.DefaultFailureBurst || limited.Get("Retry-After") == "" {
+		t.Errorf("answers %v (Retry-After %q), want 403 up to the burst of %d, then 429 with Retry-After",
+			codes, limited.Get("Retry-After"), results.DefaultFailureBurst)
+	}
+	// The run's own crawler, from the same address, is not slowed down.
+	if code, body := postReport(t, op, pod, token, progress); code != http.StatusOK {
+		t.Errorf("the run's crawler after its neighbour's failures: %d %s", code, body)
+	}
+
+	// Names the cache does not know: the API server is asked once, then
+	// the answer is remembered for a few seconds.
+	var n atomic.Int64
+	fresh := &results.Server{Client: op.cache, Reader: countingReader{Reader: op.apiReader, n: &n}, FailureBurst: 1000}
+	srv := httptest.NewServer(fresh.Handler())
+	defer srv.Close()
+	for i := 0; i < 50; i++ {
+		if code, _, body := rawPost(t, srv.URL, "/v1/runs/"+ns+"/nope-crawl-1", "x"); code != http.StatusForbidden {
+			t.Fatalf("unknown run: %d %s", code, body)
+		}
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("50 reports for an unknown run cost %d API reads, want 1", got)
+	}
+}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -16,14 +19,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
 // PagePurger removes every page whose host is domain or below it from the
-// search backend and says how many it removed.
+// search backend and says how many it removed, by source (SiteIndex
+// namespace/name). It fails with store.ErrUnavailable while the backend is
+// unreachable.
 type PagePurger interface {
-	PurgeDomain(ctx context.Context, domain string) (int64, error)
+	PurgeDomain(ctx context.Context, domain string) (store.Removed, error)
 }
+
+// backendRequeue is how soon an Exclusion whose backend purge found the
+// backend unreachable looks again; the backend fails fast meanwhile.
+const backendRequeue = time.Second
 
 // ExclusionReconciler enforces an Exclusion: it stops crawls of the domain
 // and its subdomains at once, purges their indexed pages and reports what it
@@ -31,8 +41,11 @@ type PagePurger interface {
 // starting new crawls.
 type ExclusionReconciler struct {
 	client.Client
-	Recorder events.EventRecorder
-	Purger   PagePurger
+	// APIReader reads the Exclusion fresh before its status is written, so
+	// a count is never added to a stale copy; nil uses Client.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Purger    PagePurger
 }
 
 // exclusionScope is what the steps of one Exclusion reconcile share.
@@ -40,14 +53,28 @@ type exclusionScope struct {
 	ex      *crawlv1.Exclusion
 	targets []crawlv1.CrawlTarget
 	stopped int
-	purged  int64
+	// purged counts the pages this reconcile removed; it reaches the
+	// status even when a later step fails.
+	purged int64
+	// backendDown is set when the backend purge has to wait for the
+	// backend.
+	backendDown error
+	// conflict is set when a SiteIndex changed under the reconcile; it
+	// looks again at once.
+	conflict bool
+	// committed are Events and metric updates that happen only once the
+	// status patch has landed, so nothing is reported twice or without
+	// being recorded.
+	committed []func()
 }
+
+func (s *exclusionScope) onCommit(f func()) { s.committed = append(s.committed, f) }
 
 // +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=exclusions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=exclusions/status,verbs=get;update;patch
 
 // Reconcile matches, stops, purges, and patches the status once.
-func (r *ExclusionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *ExclusionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	ex := &crawlv1.Exclusion{}
 	if err := r.Get(ctx, req.NamespacedName, ex); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -55,16 +82,21 @@ func (r *ExclusionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !ex.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	before := ex.DeepCopy()
 	s := &exclusionScope{ex: ex}
 	defer func() {
-		r.renderStatus(s, retErr)
-		if err := r.Status().Patch(ctx, ex, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-			retErr = errors.Join(retErr, fmt.Errorf("patch status: %w", err))
+		if err := r.patchStatus(ctx, req.NamespacedName, s, retErr); err != nil {
+			retErr = errors.Join(retErr, err)
 		}
 		if ctx.Err() != nil {
 			// The manager is stopping; the next leader reconciles again.
 			retErr = nil
+		}
+		switch {
+		case retErr != nil:
+		case s.conflict:
+			result = ctrl.Result{RequeueAfter: conflictRequeue}
+		case s.backendDown != nil:
+			result = ctrl.Result{RequeueAfter: backendRequeue}
 		}
 	}()
 
@@ -74,6 +106,46 @@ func (r *ExclusionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// patchStatus adds what this reconcile did to the Exclusion's status as it
+// is in the API server now, retrying on conflicts, and then emits the
+// reconcile's Events and metrics. Pages already removed are counted even if
+// the reconcile failed later.
+func (r *ExclusionReconciler) patchStatus(ctx context.Context, key client.ObjectKey, s *exclusionScope, reconcileErr error) error {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	var events []func()
+	err := retry.OnError(retry.DefaultBackoff, func(err error) bool {
+		return apierrors.IsConflict(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
+			apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
+	}, func() error {
+		fresh := &crawlv1.Exclusion{}
+		if err := reader.Get(ctx, key, fresh); err != nil {
+			return err
+		}
+		if fresh.UID != s.ex.UID {
+			return nil // deleted and created again; nothing of ours to record
+		}
+		before := fresh.DeepCopy()
+		events = r.renderStatus(fresh, s, reconcileErr)
+		return r.Status().Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("patch status: %w", err)
+	}
+	for _, f := range s.committed {
+		f()
+	}
+	for _, f := range events {
+		f()
+	}
+	return nil
 }
 
 func (r *ExclusionReconciler) match(ctx context.Context, s *exclusionScope) error {
@@ -99,8 +171,15 @@ func (r *ExclusionReconciler) stopCrawls(ctx context.Context, s *exclusionScope)
 // purgePages removes the matched sites' pages from their SiteIndexes and
 // every page of the domain from the search backend, including pages of
 // targets deleted long ago.
+//
+// Each page is counted once: a SiteIndex's pages when the patch that
+// empties it lands (an optimistic lock makes the count that of the version
+// emptied), and of the backend's rows only those left from SiteIndexes that
+// no longer exist, because the rows of a SiteIndex are its pages, counted
+// when it was emptied, in this reconcile or an earlier one. When the
+// backend is unreachable the SiteIndexes are emptied and counted anyway;
+// its rows are purged when it is back.
 func (r *ExclusionReconciler) purgePages(ctx context.Context, s *exclusionScope) error {
-	var fromIndexes int64
 	for i := range s.targets {
 		ct := &s.targets[i]
 		si := &crawlv1.SiteIndex{}
@@ -112,50 +191,103 @@ func (r *ExclusionReconciler) purgePages(ctx context.Context, s *exclusionScope)
 			return fmt.Errorf("get SiteIndex %s/%s: %w", ct.Namespace, ct.Name, err)
 		}
 		n := int64(len(si.Status.Pages))
-		if err := clearIndex(ctx, r.Client, si); err != nil {
+		cleared, err := clearIndexLocked(ctx, r.Client, si)
+		if apierrors.IsConflict(err) {
+			// Written meanwhile (the cache was behind): look again.
+			s.conflict = true
+			return nil
+		}
+		if err != nil {
 			return err
 		}
-		if n > 0 {
-			fromIndexes += n
-			exclusionsEnforced.Inc()
-			r.Recorder.Eventf(s.ex, ct, corev1.EventTypeNormal, "PagesPurged", "Purge",
-				"purged %d pages of %s (CrawlTarget %s/%s)", n, si.Spec.Site, ct.Namespace, ct.Name)
+		if cleared && n > 0 {
+			s.purged += n
+			site, target := si.Spec.Site, client.ObjectKeyFromObject(ct)
+			s.onCommit(func() {
+				exclusionsEnforced.Inc()
+				r.Recorder.Eventf(s.ex, ct, corev1.EventTypeNormal, "PagesPurged", "Purge",
+					"purged %d pages of %s (CrawlTarget %s)", n, site, target)
+			})
 		}
 	}
-	// The same page sits in a SiteIndex and in the backend: count it once.
-	purged := fromIndexes
-	if r.Purger != nil {
-		rows, err := r.Purger.PurgeDomain(ctx, s.ex.Spec.Domain)
-		if err != nil {
-			return fmt.Errorf("purge %s from the index backend: %w", s.ex.Spec.Domain, err)
-		}
-		purged = max(purged, rows)
+	if r.Purger == nil || s.conflict {
+		return nil
 	}
-	s.purged += purged
-	purgedPages.Add(float64(purged))
+	removed, err := r.Purger.PurgeDomain(ctx, s.ex.Spec.Domain)
+	if errors.Is(err, store.ErrUnavailable) {
+		s.backendDown = err
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("purge %s from the index backend: %w", s.ex.Spec.Domain, err)
+	}
+	var orphans int64
+	for source, n := range removed {
+		ns, name, ok := strings.Cut(source, "/")
+		if !ok || n == 0 {
+			continue
+		}
+		err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &crawlv1.SiteIndex{})
+		if apierrors.IsNotFound(err) {
+			orphans += n
+		} else if err != nil {
+			return fmt.Errorf("get SiteIndex %s: %w", source, err)
+		}
+	}
+	s.purged += orphans
 	return nil
 }
 
-func (r *ExclusionReconciler) renderStatus(s *exclusionScope, err error) {
-	st := &s.ex.Status
-	st.ObservedGeneration = s.ex.Generation
+// renderStatus applies what the reconcile found and did to ex (fresh from
+// the API server) and returns the Events that describe the change.
+func (r *ExclusionReconciler) renderStatus(ex *crawlv1.Exclusion, s *exclusionScope, err error) []func() {
+	st := &ex.Status
+	st.ObservedGeneration = ex.Generation
 	st.MatchedTargets = int32(len(s.targets))
 	st.PurgedPages += s.purged
-	if err != nil {
-		setCondition(&st.Conditions, s.ex.Generation, crawlv1.ConditionReady, metav1.ConditionFalse,
+	var out []func()
+	if purged := s.purged; purged > 0 {
+		out = append(out, func() { purgedPages.Add(float64(purged)) })
+	}
+	switch {
+	case err == nil && s.conflict:
+		// Not done yet; the conditions wait for the next look.
+		return out
+	case err != nil:
+		setCondition(&st.Conditions, ex.Generation, crawlv1.ConditionReady, metav1.ConditionFalse,
 			reason{"EnforcementFailed", err.Error()})
-		setCondition(&st.Conditions, s.ex.Generation, crawlv1.ConditionReconciling, metav1.ConditionTrue,
+		setCondition(&st.Conditions, ex.Generation, crawlv1.ConditionReconciling, metav1.ConditionTrue,
 			reason{"EnforcementFailed", "retrying"})
-		return
+		return out
+	case s.backendDown != nil:
+		msg := fmt.Sprintf("crawls of %s stopped and %d CrawlTargets' SiteIndexes emptied (%d pages purged in total); "+
+			"the index backend is unreachable, so its rows are purged when it is back (search answers 503 until then)",
+			ex.Spec.Domain, st.MatchedTargets, st.PurgedPages)
+		if setCondition(&st.Conditions, ex.Generation, crawlv1.ConditionReady, metav1.ConditionFalse,
+			reason{ReasonBackendUnavailable, msg}) {
+			out = append(out, func() {
+				r.Recorder.Eventf(ex, nil, corev1.EventTypeWarning, ReasonBackendUnavailable, "Enforce", "%s", msg)
+			})
+		}
+		setCondition(&st.Conditions, ex.Generation, crawlv1.ConditionReconciling, metav1.ConditionTrue,
+			reason{ReasonBackendUnavailable, "waiting for the index backend"})
+		return out
 	}
 	msg := fmt.Sprintf("%s and its subdomains are excluded: %d CrawlTargets matched, %d pages purged in total",
-		s.ex.Spec.Domain, st.MatchedTargets, st.PurgedPages)
-	if setCondition(&st.Conditions, s.ex.Generation, crawlv1.ConditionReady, metav1.ConditionTrue,
+		ex.Spec.Domain, st.MatchedTargets, st.PurgedPages)
+	if setCondition(&st.Conditions, ex.Generation, crawlv1.ConditionReady, metav1.ConditionTrue,
 		reason{crawlv1.ReasonEnforced, msg}) {
-		r.Recorder.Eventf(s.ex, nil, corev1.EventTypeNormal, crawlv1.ReasonEnforced, "Enforce", "%s", msg)
+		out = append(out, func() {
+			r.Recorder.Eventf(ex, nil, corev1.EventTypeNormal, crawlv1.ReasonEnforced, "Enforce", "%s", msg)
+		})
 	}
-	setOrRemove(&st.Conditions, s.ex.Generation, crawlv1.ConditionReconciling, reason{})
+	setOrRemove(&st.Conditions, ex.Generation, crawlv1.ConditionReconciling, reason{})
+	return out
 }
+
+// ReasonBackendUnavailable is the Ready reason of an Exclusion whose rows in
+// the index backend wait for the backend to be reachable.
+const ReasonBackendUnavailable = "BackendUnavailable"
 
 // SetupWithManager registers the reconciler. It also wakes on CrawlTargets
 // and SiteIndexes so a target created or crawled after the exclusion is

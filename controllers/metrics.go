@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,12 +49,27 @@ var (
 // RegisterMetrics adds the crawl metrics to controller-runtime's registry,
 // which the manager serves on its metrics endpoint. The gauges are read from
 // the cache at scrape time, so they cannot drift from the cluster.
+// Calling it again (tests run several managers in one process) makes the
+// gauges read from the new cache.
 func RegisterMetrics(cache client.Reader) {
-	metrics.Registry.MustRegister(crawlsStarted, crawlsFinished, pagesIndexed, crawlDuration,
-		exclusionsEnforced, purgedPages, &stateCollector{cache: cache})
+	state.mu.Lock()
+	state.cache = cache
+	state.mu.Unlock()
+	registerOnce.Do(func() {
+		metrics.Registry.MustRegister(crawlsStarted, crawlsFinished, pagesIndexed, crawlDuration,
+			exclusionsEnforced, purgedPages, state)
+	})
 }
 
-type stateCollector struct{ cache client.Reader }
+var (
+	registerOnce sync.Once
+	state        = &stateCollector{}
+)
+
+type stateCollector struct {
+	mu    sync.Mutex
+	cache client.Reader
+}
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- crawlsRunningDesc
@@ -61,10 +77,16 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	cache := c.cache
+	c.mu.Unlock()
+	if cache == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var pods corev1.PodList
-	if err := c.cache.List(ctx, &pods, client.MatchingLabels{crawlpod.LabelName: crawlpod.NameValue}); err == nil {
+	if err := cache.List(ctx, &pods, client.MatchingLabels{crawlpod.LabelName: crawlpod.NameValue}); err == nil {
 		perNode := map[string]int{}
 		for i := range pods.Items {
 			if !crawlpod.Finished(&pods.Items[i]) {
@@ -76,7 +98,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	var targets crawlv1.CrawlTargetList
-	if err := c.cache.List(ctx, &targets); err == nil {
+	if err := cache.List(ctx, &targets); err == nil {
 		perPhase := map[crawlv1.CrawlPhase]int{}
 		for _, phase := range []crawlv1.CrawlPhase{crawlv1.PhasePending, crawlv1.PhaseWaiting, crawlv1.PhaseRunning,
 			crawlv1.PhaseSucceeded, crawlv1.PhaseFailed, crawlv1.PhaseExcluded, crawlv1.PhaseDuplicate} {

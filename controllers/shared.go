@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,6 +95,26 @@ func clearIndex(ctx context.Context, c client.Client, si *crawlv1.SiteIndex) err
 		return fmt.Errorf("clear SiteIndex %s/%s: %w", si.Namespace, si.Name, err)
 	}
 	return nil
+}
+
+// clearIndexLocked empties a SiteIndex's status like clearIndex, but only
+// the version given: a conflict means someone wrote meanwhile, and the
+// caller must look again before it counts what it removed. It reports
+// whether it emptied the SiteIndex.
+func clearIndexLocked(ctx context.Context, c client.Client, si *crawlv1.SiteIndex) (bool, error) {
+	if len(si.Status.Pages) == 0 && si.Status.CrawledAt == nil {
+		return false, nil
+	}
+	before := si.DeepCopy()
+	si.Status = crawlv1.SiteIndexStatus{}
+	err := c.Status().Patch(ctx, si, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("clear SiteIndex %s/%s: %w", si.Namespace, si.Name, err)
+	}
+	return true, nil
 }
 
 func requestsFor(targets []crawlv1.CrawlTarget) []reconcile.Request {

@@ -8,18 +8,22 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/lohisoft/crawl-operator/crawler/verify"
 	"github.com/lohisoft/crawl-operator/index/api"
+	"github.com/lohisoft/crawl-operator/index/backend"
 	"github.com/lohisoft/crawl-operator/index/botpage"
 	"github.com/lohisoft/crawl-operator/index/egress"
 	"github.com/lohisoft/crawl-operator/index/identity"
@@ -61,11 +65,14 @@ type Options struct {
 	CheckInterval time.Duration
 	// Egress names the egress nodes; zero means the default label.
 	Egress crawlpod.Egress
+	// Backend, when set, may adjust the backend connection before it
+	// starts (tests shorten its timing).
+	Backend func(*backend.Backend)
 }
 
 // Index is the running index.
 type Index struct {
-	store    store.Store
+	backend  *backend.Backend
 	syncer   *syncer.Syncer
 	checker  *egress.Checker
 	require  bool
@@ -74,9 +81,11 @@ type Index struct {
 	handler  http.Handler
 }
 
-// Setup opens the backend (running its migrations) and registers the
-// syncer, the egress self-check and the HTTP server with mgr. Call Close
-// after mgr.Start returns.
+// Setup checks the options and registers the backend connection, the
+// syncer, the egress self-check and the HTTP server with mgr. It does not
+// wait for the backend: the manager connects in the background (running
+// the migrations), with back-off, and does everything that does not need
+// the backend meanwhile. Call Close after mgr.Start returns.
 func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 	if err := opts.Identity.Validate(); err != nil {
 		return nil, fmt.Errorf("bot identity: %w", err)
@@ -87,15 +96,18 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 	if opts.BindAddress == "" {
 		opts.BindAddress = DefaultBindAddress
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	st, err := OpenStore(ctx, opts.Storage)
+	kind, err := CheckStorage(opts.Storage)
 	if err != nil {
 		return nil, err
 	}
+	dsn := opts.Storage
+	st := backend.New(kind, func(ctx context.Context) (store.Store, error) { return OpenStore(ctx, dsn) })
+	if opts.Backend != nil {
+		opts.Backend(st)
+	}
 	ix := &Index{
-		store:    st,
-		syncer:   &syncer.Syncer{Client: mgr.GetClient(), Store: st},
+		backend:  st,
+		syncer:   &syncer.Syncer{Client: mgr.GetClient(), Store: st, Backend: st},
 		require:  opts.RequireEgressFCrDNS,
 		expected: opts.ExpectedEgressIPs,
 		egress:   opts.Egress,
@@ -112,7 +124,9 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 	bot := &botpage.Handler{Identity: opts.Identity, Egress: ix.egressSource(mgr.GetClient())}
 	ix.handler = route(&api.Handler{Store: st}, bot)
 
+	registerMetrics()
 	setup := []func() error{
+		func() error { return mgr.Add(st) },
 		func() error { return ix.syncer.SetupWithManager(mgr) },
 		func() error { return ix.checker.SetupWithManager(mgr) },
 		func() error {
@@ -121,7 +135,6 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 	}
 	for _, f := range setup {
 		if err := f(); err != nil {
-			st.Close()
 			return nil, fmt.Errorf("set up index: %w", err)
 		}
 	}
@@ -130,9 +143,24 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 
 // PurgeDomain removes every row of domain and its subdomains; it is the
 // Exclusion reconciler's Purger.
-func (ix *Index) PurgeDomain(ctx context.Context, domain string) (int64, error) {
+func (ix *Index) PurgeDomain(ctx context.Context, domain string) (store.Removed, error) {
 	return ix.syncer.PurgeDomain(ctx, domain)
 }
+
+// BackendCheck is a readiness check (healthz.Checker) that fails while the
+// index backend is unreachable. The manager registers it as the "index"
+// check of /readyz; the Pod's own probe leaves it out (/readyz?exclude=index)
+// so the Pod stays in its Services during an outage: /bot, ips.json and
+// the results endpoint keep working and search answers 503.
+func (ix *Index) BackendCheck(r *http.Request) error { return ix.backend.Check(r) }
+
+// BackendAvailable reports whether the index backend answered its last
+// health check.
+func (ix *Index) BackendAvailable() bool { return ix.backend.Available() }
+
+// SyncLag reports how many SiteIndexes are not yet in the backend and how
+// long the oldest has waited.
+func (ix *Index) SyncLag() (pending int, lag time.Duration) { return ix.syncer.Lag(time.Now()) }
 
 // EgressHealthy is the CrawlTarget reconciler's EgressHealthy: with
 // RequireEgressFCrDNS off every node is healthy, otherwise only nodes that
@@ -145,24 +173,47 @@ func (ix *Index) EgressHealthy(node string) bool {
 func (ix *Index) Handler() http.Handler { return ix.handler }
 
 // Close closes the backend.
-func (ix *Index) Close() error { return ix.store.Close() }
+func (ix *Index) Close() error { return ix.backend.Close() }
 
-// OpenStore opens the backend a storage DSN names.
-func OpenStore(ctx context.Context, dsn string) (store.Store, error) {
+// CheckStorage checks the form of a storage DSN without connecting, and
+// names its kind: "sqlite" or "postgres".
+func CheckStorage(dsn string) (string, error) {
 	switch {
 	case strings.HasPrefix(dsn, "sqlite://"):
 		path := strings.TrimPrefix(dsn, "sqlite://")
 		if path == "" || strings.ContainsAny(path, "?#") {
-			return nil, fmt.Errorf("storage %q: want sqlite:///absolute/path.db or sqlite://relative/path.db", dsn)
+			return "", fmt.Errorf("storage %q: want sqlite:///absolute/path.db or sqlite://relative/path.db", dsn)
 		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, fmt.Errorf("storage %q: %w", dsn, err)
-		}
-		return sqlite.Open(ctx, path)
+		return "sqlite", nil
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		if _, err := url.Parse(dsn); err != nil {
+			return "", fmt.Errorf("storage %q: not a URL", redact(dsn))
+		}
+		return "postgres", nil
+	}
+	return "", fmt.Errorf("storage %q: must start with sqlite:// or postgres://", redact(dsn))
+}
+
+// OpenStore opens the backend a storage DSN names.
+func OpenStore(ctx context.Context, dsn string) (store.Store, error) {
+	kind, err := CheckStorage(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if kind == "postgres" {
 		return postgres.Open(ctx, dsn)
 	}
-	return nil, fmt.Errorf("storage %q: must start with sqlite:// or postgres://", redact(dsn))
+	path := strings.TrimPrefix(dsn, "sqlite://")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("storage %q: %w", dsn, err)
+	}
+	return sqlite.Open(ctx, path)
+}
+
+var metricsOnce sync.Once
+
+func registerMetrics() {
+	metricsOnce.Do(func() { metrics.Registry.MustRegister(backend.Collectors()...) })
 }
 
 // redact drops everything after the scheme, which may hold a password.

@@ -72,6 +72,12 @@ type operator struct {
 
 func start(t *testing.T, require bool) *operator {
 	t.Helper()
+	return startWith(t, require, "sqlite://"+filepath.Join(t.TempDir(), "data", "index.db"))
+}
+
+// startWith starts the operator on the given storage DSN.
+func startWith(t *testing.T, require bool, storage string) *operator {
+	t.Helper()
 	dns := dnstest.Start(t, zone)
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:     testenv.Scheme,
@@ -84,7 +90,7 @@ func start(t *testing.T, require bool) *operator {
 	}
 	addr := freeAddr(t)
 	ix, err := Setup(mgr, Options{
-		Storage:             "sqlite://" + filepath.Join(t.TempDir(), "data", "index.db"),
+		Storage:             storage,
 		BindAddress:         addr,
 		Identity:            identity.Default(),
 		RequireEgressFCrDNS: require,
@@ -95,10 +101,11 @@ func start(t *testing.T, require bool) *operator {
 		t.Fatal(err)
 	}
 	if err := (&controllers.ExclusionReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("exclusion-controller"), Purger: ix,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("exclusion-controller"), Purger: ix,
 	}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	controllers.RegisterMetrics(mgr.GetClient())
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

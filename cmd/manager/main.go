@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -83,13 +84,15 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
-	if err := run(o); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		os.Exit(1)
 	}
 }
 
-func run(o options) error {
+// run runs the manager until ctx ends. It needs the Kubernetes API, not the
+// index backend: that is connected in the background.
+func run(ctx context.Context, cfg *rest.Config, o options) error {
 	if o.maxCrawlsPerNode < 1 {
 		return errors.New("--max-crawls-per-node must be at least 1")
 	}
@@ -114,7 +117,7 @@ func run(o options) error {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(crawlv1.AddToScheme(scheme))
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
@@ -162,9 +165,10 @@ func run(o options) error {
 		return fmt.Errorf("set up CrawlTarget controller: %w", err)
 	}
 	if err := (&controllers.ExclusionReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("exclusion-controller"),
-		Purger:   ix,
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("exclusion-controller"),
+		Purger:    ix,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up Exclusion controller: %w", err)
 	}
@@ -187,9 +191,16 @@ func run(o options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	// /readyz and /readyz/index fail while the index backend is
+	// unreachable; the Pod's probe uses /readyz?exclude=index, so an outage
+	// does not take /bot, ips.json and the results endpoint out of their
+	// Services (search answers 503 with Retry-After instead).
+	if err := mgr.AddReadyzCheck("index", ix.BackendCheck); err != nil {
+		return err
+	}
 	ctrl.Log.Info("starting manager", "resultsURL", o.resultsURL, "crawlerImage", o.crawlerImage,
 		"maxCrawlsPerNode", o.maxCrawlsPerNode, "minCrawlDelay", o.minCrawlDelay)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }
 
 // parseIPv4List parses a comma-separated list of IPv4 addresses.

@@ -5,7 +5,8 @@
 //	GET /api/v1/sites/{host}/pages        pages of every site on host
 //
 // There is no body text anywhere to answer with, so a result only points
-// the way back to the page. Bad input gets a 4xx with {"error": "..."}.
+// the way back to the page. Bad input gets a 4xx with {"error": "..."}; while
+// the backend is unreachable every query gets a 503 with Retry-After.
 package api
 
 import (
@@ -31,6 +32,10 @@ const Prefix = "/api/v1/"
 
 // requestTimeout bounds one backend call.
 const requestTimeout = 10 * time.Second
+
+// RetryAfterSeconds is the Retry-After of a 503: about how long the manager
+// takes to notice that an unreachable backend is back.
+const RetryAfterSeconds = 2
 
 // Reader is the part of a store the API reads.
 type Reader interface {
@@ -75,8 +80,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := serve(w, r.WithContext(ctx))
 	if err != nil {
 		status, msg := classify(err)
-		if status == http.StatusInternalServerError {
+		switch status {
+		case http.StatusInternalServerError:
 			log.FromContext(ctx).Error(err, "index API", "path", r.URL.Path)
+		case http.StatusServiceUnavailable:
+			w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
 		}
 		writeError(w, status, msg)
 		return
@@ -98,6 +106,8 @@ func classify(err error) (int, string) {
 		return http.StatusBadRequest, err.Error()
 	case errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, err.Error()
+	case errors.Is(err, store.ErrUnavailable):
+		return http.StatusServiceUnavailable, "the search backend is unavailable; retry later"
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "the search backend did not answer in time"
 	default:

@@ -26,13 +26,33 @@ const (
 	// MaxExternalAnchors caps the link texts other sites contribute to one
 	// page, so a page linked from thousands of sites keeps a bounded row.
 	MaxExternalAnchors = 64
+	// MaxLinksIntoSite caps the links one crawled site contributes into
+	// any one other site: a crawl (or a stolen run token) can put its link
+	// texts on at most this many pages of a site it does not own.
+	MaxLinksIntoSite = 5
 )
 
 // Errors callers tell apart.
 var (
 	ErrNotFound = errors.New("not found")
 	ErrBadQuery = errors.New("bad query")
+	// ErrUnavailable means the backend cannot be reached right now (not
+	// connected yet, or an outage): retrying later may succeed.
+	ErrUnavailable = errors.New("index backend unavailable")
 )
+
+// Removed counts the pages a purge removed, by source (the SiteIndex
+// namespace/name the rows were written from).
+type Removed map[string]int64
+
+// Total is the number of pages removed.
+func (r Removed) Total() int64 {
+	var n int64
+	for _, v := range r {
+		n += v
+	}
+	return n
+}
 
 // Page is what is kept of one page.
 type Page struct {
@@ -139,8 +159,8 @@ type Store interface {
 	DeleteSource(ctx context.Context, source string) (int64, error)
 	// PurgeDomain removes every site whose host is domain or a subdomain
 	// of it (site.InDomain), and the links that point into it, and returns
-	// the number of pages removed.
-	PurgeDomain(ctx context.Context, domain string) (int64, error)
+	// the number of pages removed per source.
+	PurgeDomain(ctx context.Context, domain string) (Removed, error)
 	// Sources lists the sources that have rows, sorted.
 	Sources(ctx context.Context) ([]string, error)
 	// Search returns up to limit pages matching every term of query, best

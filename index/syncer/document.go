@@ -21,7 +21,9 @@ func SourceOf(namespace, name string) string { return namespace + "/" + name }
 // The SiteIndex was written from a crawler's report and is checked again
 // here rather than trusted: pages off the site and links to the site itself
 // are dropped, and duplicate page URLs keep their first entry. URLs are put
-// in canonical form.
+// in canonical form. Off-site links are taken only from a complete
+// SiteIndex (a run's final result), at most store.MaxLinksIntoSite into any
+// one other site.
 func Document(si *crawlv1.SiteIndex, excluded func(host string) bool) (doc store.SiteDoc, ok bool, err error) {
 	s, err := site.Parse(si.Spec.Site)
 	if err != nil {
@@ -53,15 +55,25 @@ func Document(si *crawlv1.SiteIndex, excluded func(host string) bool) (doc store
 		}
 		doc.Pages = append(doc.Pages, page)
 	}
+	if !si.Status.Complete {
+		// Off-site links count only from a run's final, accepted result:
+		// progress reports (of a first crawl, shown as they come) put no
+		// text on other sites' pages.
+		return doc, true, nil
+	}
+	into := map[site.Site]int{}
+	seenLinks := map[string]bool{}
 	for _, l := range si.Status.OffSiteLinks {
 		u, ok := canonical(l.URL)
-		if !ok {
+		if !ok || seenLinks[u] {
 			continue
 		}
 		ls, err := site.Parse(u)
-		if err != nil || ls == s || excluded(ls.Host) {
+		if err != nil || ls == s || excluded(ls.Host) || into[ls] == store.MaxLinksIntoSite {
 			continue
 		}
+		seenLinks[u] = true
+		into[ls]++
 		doc.Links = append(doc.Links, store.Link{URL: u, Anchors: l.Anchors})
 	}
 	return doc, true, nil

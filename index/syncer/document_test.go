@@ -19,7 +19,7 @@ func TestDocument(t *testing.T) {
 		return &crawlv1.SiteIndex{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"},
 			Spec:       crawlv1.SiteIndexSpec{Site: siteURL},
-			Status:     crawlv1.SiteIndexStatus{Pages: pages, OffSiteLinks: links, CrawledAt: &crawled},
+			Status:     crawlv1.SiteIndexStatus{Pages: pages, OffSiteLinks: links, CrawledAt: &crawled, Complete: true},
 		}
 	}
 	none := func(string) bool { return false }
@@ -71,6 +71,35 @@ func TestDocument(t *testing.T) {
 		wantOK:   true,
 		want: store.SiteDoc{Source: "ns/a", Site: "https://a.example:443", CrawledAt: crawled.Time,
 			Links: []store.Link{{URL: "https://ok.example/", Anchors: []string{"y"}}}},
+	}, {
+		// A progress report of a first crawl shows its pages at once, but
+		// its link texts land on other sites only with the final result.
+		name: "links of an unfinished run are not indexed",
+		in: func() *crawlv1.SiteIndex {
+			x := si("https://a.example:443", []crawlv1.IndexedPage{{URL: "https://a.example/"}},
+				crawlv1.OffSiteLink{URL: "https://bakery.example/", Anchors: []string{"injected"}})
+			x.Status.Complete, x.Status.CrawledAt = false, nil
+			return x
+		}(),
+		excluded: none,
+		wantOK:   true,
+		want:     store.SiteDoc{Source: "ns/a", Site: "https://a.example:443", Pages: []store.Page{{URL: "https://a.example/"}}},
+	}, {
+		name: "links into one other site capped, duplicates once",
+		in: si("https://a.example:443", nil,
+			crawlv1.OffSiteLink{URL: "https://b.example/1", Anchors: []string{"b1"}},
+			crawlv1.OffSiteLink{URL: "https://B.example/1#again", Anchors: []string{"dup"}},
+			crawlv1.OffSiteLink{URL: "https://b.example/2"}, crawlv1.OffSiteLink{URL: "https://b.example/3"},
+			crawlv1.OffSiteLink{URL: "https://b.example/4"}, crawlv1.OffSiteLink{URL: "https://b.example/5"},
+			crawlv1.OffSiteLink{URL: "https://b.example/6", Anchors: []string{"over the cap"}},
+			crawlv1.OffSiteLink{URL: "http://b.example/", Anchors: []string{"another site of the host"}},
+			crawlv1.OffSiteLink{URL: "https://c.example/", Anchors: []string{"c"}}),
+		excluded: none,
+		wantOK:   true,
+		want: store.SiteDoc{Source: "ns/a", Site: "https://a.example:443", CrawledAt: crawled.Time,
+			Links: []store.Link{{URL: "https://b.example/1", Anchors: []string{"b1"}}, {URL: "https://b.example/2"},
+				{URL: "https://b.example/3"}, {URL: "https://b.example/4"}, {URL: "https://b.example/5"},
+				{URL: "http://b.example/", Anchors: []string{"another site of the host"}}, {URL: "https://c.example/", Anchors: []string{"c"}}}},
 	}, {
 		name:     "bad spec.site is an error",
 		in:       si("ftp://a.example", nil),

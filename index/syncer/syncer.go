@@ -6,6 +6,7 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -31,17 +32,40 @@ import (
 )
 
 // sweepRetry is the pause between attempts of the start-up sweep while the
-// backend is unreachable.
-const sweepRetry = 10 * time.Second
+// backend is unreachable; a Backend fails fast meanwhile, so this costs
+// nothing.
+const sweepRetry = 2 * time.Second
+
+// unavailableRequeue is when a write that found the backend unreachable is
+// tried again without a Backend to say it is back.
+const unavailableRequeue = 5 * time.Second
+
+// Availability is what the syncer needs to know of a backend that comes and
+// goes (backend.Backend).
+type Availability interface {
+	// Available reports whether the backend answered its last check.
+	Available() bool
+	// OnUp registers f to run every time the backend becomes reachable.
+	OnUp(f func())
+}
 
 // Syncer mirrors SiteIndexes into a store. The controller's work queue
 // never runs two reconciles of one SiteIndex at once and each reconcile
 // writes the SiteIndex as it is now, so writes of a site are ordered and
-// the last one wins; a failed write is retried with back-off.
+// the last one wins. A write that fails because the backend is unreachable
+// waits, without back-off, until the backend is back and is then queued at
+// once with every other such write; other failures are retried with
+// back-off.
 type Syncer struct {
 	// Client reads SiteIndexes and Exclusions; the manager's cached client.
 	Client client.Reader
 	Store  store.Store
+	// Backend, when set, says when an unreachable backend is back.
+	Backend Availability
+
+	// pending are SiteIndexes whose latest state is not in the backend,
+	// with the time of their first failed write.
+	pending pendingSet
 
 	// mu makes "check the Exclusions, then write" one step with respect to
 	// PurgeDomain. The Exclusion reconciler sees an Exclusion only once it
@@ -50,8 +74,9 @@ type Syncer struct {
 	// removed by the purge.
 	mu sync.Mutex
 
-	// sweep carries SiteIndexes the backend has rows of but the cluster
-	// does not, found at start, to the work queue.
+	// sweep carries SiteIndexes to the work queue: those the backend has
+	// rows of but the cluster does not (found at start), and those whose
+	// write failed while the backend was unreachable (when it is back).
 	sweep chan event.TypedGenericEvent[client.Object]
 }
 
@@ -77,49 +102,94 @@ func (s *Syncer) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("set up index syncer: %w", err)
 	}
+	if s.Backend != nil {
+		s.Backend.OnUp(s.retryPending)
+	}
+	register(s)
 	return mgr.Add(&sweeper{syncer: s, cache: mgr.GetCache()})
 }
 
-// Reconcile writes one SiteIndex to the backend, or removes its rows.
+// Reconcile writes one SiteIndex to the backend, or removes its rows, and
+// keeps account of what could not be written.
 func (s *Syncer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	err := s.sync(ctx, req)
+	switch {
+	case err == nil:
+		s.pending.done(req.NamespacedName)
+		return ctrl.Result{}, nil
+	case ctx.Err() != nil:
+		// The manager is stopping; the next start writes everything again.
+		return ctrl.Result{}, nil
+	case errors.Is(err, reconcile.TerminalError(nil)):
+		s.pending.done(req.NamespacedName)
+		return ctrl.Result{}, err
+	}
+	// Recorded before asking whether the backend is back, so a backend
+	// that comes back meanwhile finds it in the list.
+	s.pending.fail(req.NamespacedName, time.Now())
+	if errors.Is(err, store.ErrUnavailable) {
+		syncFailures.WithLabelValues("unavailable").Inc()
+		log.FromContext(ctx).V(1).Info("index backend unavailable; SiteIndex waits", "error", err.Error())
+		switch {
+		case s.Backend == nil:
+			return ctrl.Result{RequeueAfter: unavailableRequeue}, nil
+		case s.Backend.Available():
+			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		}
+		// retryPending queues it when the backend is back; no back-off.
+		return ctrl.Result{}, nil
+	}
+	syncFailures.WithLabelValues("error").Inc()
+	return ctrl.Result{}, err
+}
+
+// retryPending queues every SiteIndex whose write failed; the backend is
+// back.
+func (s *Syncer) retryPending() {
+	keys := s.pending.keys()
+	for _, key := range keys {
+		s.sweep <- event.TypedGenericEvent[client.Object]{
+			Object: &crawlv1.SiteIndex{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}},
+		}
+	}
+}
+
+func (s *Syncer) sync(ctx context.Context, req ctrl.Request) error {
 	source := SourceOf(req.Namespace, req.Name)
 	si := &crawlv1.SiteIndex{}
 	err := s.Client.Get(ctx, req.NamespacedName, si)
 	if apierrors.IsNotFound(err) || (err == nil && !si.DeletionTimestamp.IsZero()) {
-		return ctrl.Result{}, s.remove(ctx, source, "SiteIndex deleted")
+		return s.remove(ctx, source, "SiteIndex deleted")
 	}
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("get SiteIndex %s: %w", source, err)
+		return fmt.Errorf("get SiteIndex %s: %w", source, err)
 	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	domains, err := s.excludedDomains(ctx)
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	doc, ok, err := Document(si, func(host string) bool { return inAny(host, domains) })
 	if err != nil {
 		// Only a spec.site that fails to parse gets here; retrying will not
 		// fix it, a new SiteIndex will.
-		return ctrl.Result{}, reconcile.TerminalError(err)
+		return reconcile.TerminalError(err)
 	}
 	if !ok {
-		return ctrl.Result{}, s.remove(ctx, source, "site is excluded")
+		return s.remove(ctx, source, "site is excluded")
 	}
 	if err := s.Store.ReplaceSite(ctx, doc); err != nil {
-		if ctx.Err() != nil {
-			return ctrl.Result{}, nil // the manager is stopping; the next start writes it again
-		}
-		return ctrl.Result{}, fmt.Errorf("index SiteIndex %s: %w", source, err)
+		return fmt.Errorf("index SiteIndex %s: %w", source, err)
 	}
 	log.FromContext(ctx).V(1).Info("indexed", "site", doc.Site, "pages", len(doc.Pages), "links", len(doc.Links))
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // PurgeDomain removes every row of domain and its subdomains; it is the
 // Exclusion reconciler's PagePurger.
-func (s *Syncer) PurgeDomain(ctx context.Context, domain string) (int64, error) {
+func (s *Syncer) PurgeDomain(ctx context.Context, domain string) (store.Removed, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.Store.PurgeDomain(ctx, domain)

@@ -184,8 +184,8 @@ func TestExcludedSiteIsNeverWrittenBack(t *testing.T) {
 	eventually(t, "Exclusion in the cache", func() error {
 		return m.syncer.Client.Get(ctx, client.ObjectKeyFromObject(ex), &crawlv1.Exclusion{})
 	})
-	if n, err := m.syncer.PurgeDomain(ctx, domain); err != nil || n != 1 {
-		t.Fatalf("PurgeDomain = %d, %v; want 1", n, err)
+	if n, err := m.syncer.PurgeDomain(ctx, domain); err != nil || n.Total() != 1 {
+		t.Fatalf("PurgeDomain = %v, %v; want 1 page", n, err)
 	}
 	// The stale crawl result arrives: the SiteIndex still has pages.
 	setPages(t, si, map[string]string{"/": "Shearwater", "/2": "Shearwater two"})

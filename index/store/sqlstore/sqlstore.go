@@ -175,9 +175,10 @@ func (s *Store) DeleteSource(ctx context.Context, source string) (int64, error) 
 }
 
 // PurgeDomain implements store.Store.
-func (s *Store) PurgeDomain(ctx context.Context, domain string) (int64, error) {
-	var total int64
+func (s *Store) PurgeDomain(ctx context.Context, domain string) (store.Removed, error) {
+	removed := store.Removed{}
 	err := s.write(ctx, "purge domain "+domain, func(tx *sql.Tx) error {
+		clear(removed) // a retried transaction starts over
 		// Matching happens here with site.InDomain rather than in SQL, so the
 		// backend cannot disagree with the Exclusion reconciler on what a
 		// subdomain is. The tables are per site, so this is a short list.
@@ -185,17 +186,25 @@ func (s *Store) PurgeDomain(ctx context.Context, domain string) (int64, error) {
 		if err != nil {
 			return err
 		}
-		var sites []string
+		var affected []string
 		for _, h := range hosts {
-			if site.InDomain(h, domain) {
-				hs, err := s.strings(ctx, tx, "SELECT site FROM sites WHERE host = ?", h)
+			if !site.InDomain(h, domain) {
+				continue
+			}
+			sites, err := s.pairs(ctx, tx, "SELECT site, source FROM sites WHERE host = ?", h)
+			if err != nil {
+				return err
+			}
+			for _, st := range sites {
+				t, n, err := s.deleteSite(ctx, tx, st[0])
 				if err != nil {
 					return err
 				}
-				sites = append(sites, hs...)
+				removed[st[1]] += n
+				affected = append(affected, t...)
 			}
 		}
-		if total, err = s.deleteSites(ctx, tx, sites); err != nil {
+		if err := s.refresh(ctx, tx, affected); err != nil {
 			return err
 		}
 		// Link texts other sites wrote about the domain's pages go too: the
@@ -213,7 +222,10 @@ func (s *Store) PurgeDomain(ctx context.Context, domain string) (int64, error) {
 		}
 		return nil
 	})
-	return total, err
+	if err != nil {
+		return nil, err
+	}
+	return removed, nil
 }
 
 func (s *Store) deleteSites(ctx context.Context, tx *sql.Tx, sites []string) (int64, error) {
@@ -387,6 +399,27 @@ func (s *Store) Pages(ctx context.Context, host string) ([]store.SitePage, error
 	}
 	return out, rows.Err()
 }
+
+// pairs reads two text columns.
+func (s *Store) pairs(ctx context.Context, q queryer, query string, args ...any) ([][2]string, error) {
+	rows, err := q.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", query, err)
+	}
+	defer rows.Close()
+	var out [][2]string
+	for rows.Next() {
+		var v [2]string
+		if err := rows.Scan(&v[0], &v[1]); err != nil {
+			return nil, fmt.Errorf("%s: %w", query, err)
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
 type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)

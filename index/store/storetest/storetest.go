@@ -352,9 +352,10 @@ func testPurgeDomain(t *testing.T, s store.Store) {
 	replace(t, s, inside)
 	wantURLs(t, s, "petrel", "https://other.org/")
 
-	n, err := s.PurgeDomain(ctx, "example.com")
-	if err != nil || n != 6 {
-		t.Fatalf("PurgeDomain = %d, %v; want 6 pages", n, err)
+	removed, err := s.PurgeDomain(ctx, "example.com")
+	want := store.Removed{"ns/1": 2, "ns/2": 1, "ns/3": 1, "ns/4": 1, "ns/8": 1}
+	if err != nil || !reflect.DeepEqual(removed, want) || removed.Total() != 6 {
+		t.Fatalf("PurgeDomain = %v, %v; want %v, 6 pages", removed, err, want)
 	}
 	wantURLs(t, s, "gannet", "https://example.com.evil.net/", "https://notexample.com/")
 	// Texts the domain wrote about others are gone with it.
@@ -363,11 +364,11 @@ func testPurgeDomain(t *testing.T, s store.Store) {
 	// indexed again, it would not get them back.
 	replace(t, s, doc("ns/3", "https://www.example.com:443", page("https://www.example.com/", "gannet")))
 	wantURLs(t, s, "shag")
-	if n, err := s.PurgeDomain(ctx, "example.com"); err != nil || n != 1 {
-		t.Errorf("second PurgeDomain = %d, %v; want 1", n, err)
+	if n, err := s.PurgeDomain(ctx, "example.com"); err != nil || !reflect.DeepEqual(n, store.Removed{"ns/3": 1}) {
+		t.Errorf("second PurgeDomain = %v, %v; want ns/3: 1", n, err)
 	}
-	if n, err := s.PurgeDomain(ctx, "example.com"); err != nil || n != 0 {
-		t.Errorf("third PurgeDomain = %d, %v; want 0", n, err)
+	if n, err := s.PurgeDomain(ctx, "example.com"); err != nil || n.Total() != 0 {
+		t.Errorf("third PurgeDomain = %v, %v; want nothing", n, err)
 	}
 	for _, h := range []string{"example.com", "www.example.com", "deep.sub.example.com", "blog.example.com"} {
 		if _, err := s.Pages(ctx, h); !errors.Is(err, store.ErrNotFound) {

@@ -36,6 +36,9 @@ const (
 )
 
 func main() {
+	// SIGTERM or SIGINT cancels ctx: the crawl stops at once and the partial
+	// result is reported (with a bounded retry); a second signal changes
+	// nothing, the kubelet's SIGKILL after the grace period is the backstop.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()
@@ -177,9 +180,11 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return fail(stderr, exitFailure, err)
 	}
 	if rep != nil {
-		// The final report goes out even when the crawl was interrupted:
-		// a fresh context gives it its own time.
-		if err := rep.Final(context.WithoutCancel(ctx), res); err != nil {
+		// The final report goes out even when the crawl was interrupted
+		// (SIGTERM: the Pod is being stopped), but then within
+		// report.DefaultStopGrace, so the process ends inside the Pod's
+		// termination grace period however the results endpoint behaves.
+		if err := rep.Final(ctx, res); err != nil {
 			return fail(stderr, exitFailure, err)
 		}
 	}

@@ -1,6 +1,9 @@
 // Package report delivers crawl results to the manager's results endpoint:
 // progress after every page (best effort) and the final document (retried
-// until the manager takes it, or the time is up).
+// until the manager takes it, or the time is up). Once the crawler is told
+// to stop (SIGTERM: the kubelet is ending the Pod), the final report gets
+// only a few more seconds, so the crawler exits within the Pod's
+// termination grace period whatever the endpoint does.
 package report
 
 import (
@@ -12,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/lohisoft/crawl-operator/crawler/politeness"
@@ -34,9 +38,19 @@ type Client struct {
 	// FinalFor is how long the final report is retried (default 2
 	// minutes: long enough for the manager to restart).
 	FinalFor time.Duration
+	// StopGrace bounds the final report once the crawl's context is
+	// cancelled (default DefaultStopGrace): attempts, waits and a request
+	// in flight all end by then.
+	StopGrace time.Duration
 	// Backoff paces the retries of the final report.
 	Backoff politeness.Backoff
 }
+
+// DefaultStopGrace is how long the final report may still take after the
+// crawler was told to stop. Crawler Pods have a termination grace period of
+// 10 s; stopping the crawl and printing the result take milliseconds, so 5 s
+// leaves the rest as margin before the kubelet's SIGKILL.
+const DefaultStopGrace = 5 * time.Second
 
 // New returns a Client with the defaults.
 func New(url, token string, log *slog.Logger) *Client {
@@ -118,14 +132,54 @@ func (c *Client) Progress(ctx context.Context, crawl result.Crawl) {
 // Final posts the final document, retrying network errors, 5xx and 429 with
 // exponential back-off (honouring Retry-After) for up to FinalFor. It
 // returns the last error when the report could not be delivered.
+//
+// ctx is the crawl's context: its cancellation means "stop" (SIGTERM), not
+// "give up now". The report still goes out, a partial result being worth
+// having, but from the moment ctx is done Final takes at most StopGrace
+// more, a request in flight included.
 func (c *Client) Final(ctx context.Context, crawl result.Crawl) error {
 	limit := c.FinalFor
 	if limit <= 0 {
 		limit = 2 * time.Minute
 	}
+	grace := c.StopGrace
+	if grace <= 0 {
+		grace = DefaultStopGrace
+	}
 	deadline := time.Now().Add(limit)
+	bounded, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		stopBy time.Time // zero until ctx is done
+		timer  *time.Timer
+	)
+	unwatch := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopBy = time.Now().Add(grace)
+		timer = time.AfterFunc(grace, cancel)
+	})
+	defer func() {
+		unwatch()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+	}()
+	// end is when Final must have returned: the retry window, or the stop
+	// grace once ctx is done.
+	end := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopBy.IsZero() && stopBy.Before(deadline) {
+			return stopBy
+		}
+		return deadline
+	}
 	for attempt := 1; ; attempt++ {
-		h, err := c.post(ctx, result.Report{Final: true, Result: crawl})
+		h, err := c.post(bounded, result.Report{Final: true, Result: crawl})
 		if err == nil {
 			c.log().Info("final report delivered", "attempts", attempt)
 			return nil
@@ -133,16 +187,26 @@ func (c *Client) Final(ctx context.Context, crawl result.Crawl) error {
 		if !retryable(err) {
 			return fmt.Errorf("final report rejected: %w", err)
 		}
+		if bounded.Err() != nil {
+			return fmt.Errorf("final report not delivered after %d attempts (%s): %w", attempt, stopCause(ctx), err)
+		}
 		wait := c.Backoff.Delay(attempt)
 		if ra, ok := politeness.ParseRetryAfter(h.Get("Retry-After"), time.Now()); ok && ra > wait {
 			wait = ra
 		}
-		if time.Now().Add(wait).After(deadline) {
-			return fmt.Errorf("final report not delivered after %d attempts: %w", attempt, err)
+		if time.Now().Add(wait).After(end()) {
+			return fmt.Errorf("final report not delivered after %d attempts (%s): %w", attempt, stopCause(ctx), err)
 		}
 		c.log().Warn("final report failed, retrying", "err", err, "attempt", attempt, "wait", wait)
-		if err := politeness.Sleep(ctx, wait); err != nil {
-			return fmt.Errorf("final report not delivered: %w", err)
+		if err := politeness.Sleep(bounded, wait); err != nil {
+			return fmt.Errorf("final report not delivered after %d attempts (%s)", attempt, stopCause(ctx))
 		}
 	}
+}
+
+func stopCause(ctx context.Context) string {
+	if ctx.Err() != nil {
+		return "stopping: the retries after a stop signal are bounded"
+	}
+	return "retry time is up"
 }

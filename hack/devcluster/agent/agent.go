@@ -1,7 +1,9 @@
 // Package agent is the dev cluster's stand-in for a kubelet: it runs the
 // containers of Pods bound to its Nodes as local processes, reports Pod
 // status and exit codes, enforces activeDeadlineSeconds, and stops a
-// process when its Pod is deleted. It supports exactly what crawler Pods
+// process when its Pod is deleted. When it shuts down it stops every
+// process it started, the way a node that goes away ends its Pods, so
+// nothing outlives the dev cluster. It supports exactly what crawler Pods
 // use (one container, a command mapped to a local binary, env from
 // literals and Secrets). It is a test harness: real clusters run kubelets.
 package agent
@@ -32,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -48,9 +51,14 @@ type Agent struct {
 	Commands map[string]string
 	// LogDir receives one log file per Pod: <namespace>_<pod>.log.
 	LogDir string
+	// ShutdownGrace is what Shutdown gives each process between SIGTERM
+	// and SIGKILL when the agent stops (default DefaultShutdownGrace).
+	ShutdownGrace time.Duration
 
-	mu      sync.Mutex
-	running map[string]*process
+	mu       sync.Mutex
+	running  map[string]*process
+	closing  bool           // shutting down: start nothing more
+	finished sync.WaitGroup // one per process, until its end is reported
 }
 
 type process struct {
@@ -69,6 +77,17 @@ func CacheOptions() cache.Options {
 // SetupWithManager registers the agent as a Pod reconciler.
 func (a *Agent) SetupWithManager(mgr ctrl.Manager) error {
 	a.running = map[string]*process{}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		grace := a.ShutdownGrace
+		if grace <= 0 {
+			grace = DefaultShutdownGrace
+		}
+		a.Shutdown(grace)
+		return nil
+	})); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).For(&corev1.Pod{}).Named("dev-node-agent").Complete(a)
 }
 
@@ -96,6 +115,9 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		return ctrl.Result{}, nil
 	}
 	if err := a.start(ctx, key, pod); err != nil {
+		if errors.Is(err, errShuttingDown) {
+			return ctrl.Result{}, nil
+		}
 		log.FromContext(ctx).Info("cannot start pod yet", "pod", key, "reason", err.Error())
 		_ = a.setWaiting(ctx, pod, "CreateContainerConfigError", err.Error())
 		return ctrl.Result{RequeueAfter: time.Second}, nil
@@ -139,14 +161,24 @@ func (a *Agent) start(ctx context.Context, key string, pod *corev1.Pod) error {
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + os.TempDir(), "TMPDIR=" + os.TempDir()}, flatten(env)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = os.TempDir()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so a stop reaches its children too; SIGKILL
+	// when the agent dies without a shutdown (kill -9), so no crawler
+	// outlives it even then.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	a.mu.Lock()
+	if a.closing {
+		a.mu.Unlock()
+		logf.Close()
+		return errShuttingDown
+	}
 	if err := cmd.Start(); err != nil {
+		a.mu.Unlock()
 		logf.Close()
 		return a.fail(ctx, pod, "start "+binary+": "+err.Error())
 	}
 	p := &process{cmd: cmd, done: make(chan struct{})}
-	a.mu.Lock()
 	a.running[key] = p
+	a.finished.Add(1)
 	a.mu.Unlock()
 	started := metav1.Now()
 	if err := a.setRunning(ctx, pod, started); err != nil {
@@ -157,6 +189,7 @@ func (a *Agent) start(ctx context.Context, key string, pod *corev1.Pod) error {
 		deadline = time.AfterFunc(time.Duration(*d)*time.Second, func() { a.stop(key, "DeadlineExceeded", 0) })
 	}
 	go func() {
+		defer a.finished.Done()
 		err := cmd.Wait()
 		logf.Close()
 		if deadline != nil {
@@ -171,6 +204,49 @@ func (a *Agent) start(ctx context.Context, key string, pod *corev1.Pod) error {
 	}()
 	return nil
 }
+
+var errShuttingDown = errors.New("dev node agent is shutting down")
+
+// DefaultShutdownGrace is how long the agent gives each process between
+// SIGTERM and SIGKILL when it stops: crawler Pods' own grace period.
+const DefaultShutdownGrace = 10 * time.Second
+
+// Shutdown stops every process the agent started, as a node going away
+// ends its Pods: SIGTERM, SIGKILL after grace. It starts nothing more, and
+// returns once each process is gone and its end reported (phase Failed,
+// reason Terminated).
+func (a *Agent) Shutdown(grace time.Duration) {
+	a.mu.Lock()
+	a.closing = true
+	keys := make([]string, 0, len(a.running))
+	for k := range a.running {
+		keys = append(keys, k)
+	}
+	a.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.stop(k, reasonShutdown, grace)
+		}()
+	}
+	wg.Wait()
+	a.finished.Wait()
+}
+
+// Running returns the process ids of the Pods the agent runs now.
+func (a *Agent) Running() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]int, len(a.running))
+	for k, p := range a.running {
+		out[k] = p.cmd.Process.Pid
+	}
+	return out
+}
+
+const reasonShutdown = "Terminated"
 
 // stop ends a Pod's process: SIGTERM to its process group, SIGKILL after
 // the grace period. It waits until the process is gone.
@@ -200,9 +276,12 @@ func (a *Agent) finish(pod *corev1.Pod, started metav1.Time, code int32, reason,
 	if code != 0 || reason != "" {
 		phase, termReason = corev1.PodFailed, "Error"
 	}
-	podReason := ""
-	if reason == "DeadlineExceeded" {
+	podReason, podMessage := "", ""
+	switch reason {
+	case "DeadlineExceeded":
 		podReason = reason
+	case reasonShutdown:
+		podReason, podMessage = reason, "Pod was terminated because the dev node agent shut down."
 	}
 	message := ""
 	if phase == corev1.PodFailed {
@@ -210,7 +289,7 @@ func (a *Agent) finish(pod *corev1.Pod, started metav1.Time, code int32, reason,
 	}
 	err := a.update(ctx, pod, func(st *corev1.PodStatus) {
 		st.Phase = phase
-		st.Reason = podReason
+		st.Reason, st.Message = podReason, podMessage
 		st.Conditions = conditions(corev1.ConditionFalse)
 		st.ContainerStatuses = []corev1.ContainerStatus{{
 			Name: pod.Spec.Containers[0].Name, Image: pod.Spec.Containers[0].Image, ImageID: "dev-node-agent://local",
@@ -392,13 +471,20 @@ type Options struct {
 	// Commands maps container commands to local binaries.
 	Commands map[string]string
 	LogDir   string
+	// ShutdownGrace: see Agent.ShutdownGrace.
+	ShutdownGrace time.Duration
 }
 
 // NewManager returns a controller-runtime manager running an Agent.
 func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	mgr, _, err := newManager(cfg, opts)
+	return mgr, err
+}
+
+func newManager(cfg *rest.Config, opts Options) (ctrl.Manager, *Agent, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -408,15 +494,15 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Controller:             config.Controller{SkipNameValidation: ptrTo(true), MaxConcurrentReconciles: 4},
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	nodes := map[string]bool{}
 	for _, n := range opts.NodeNames {
 		nodes[n] = true
 	}
-	a := &Agent{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Nodes: nodes, Commands: opts.Commands, LogDir: opts.LogDir}
+	a := &Agent{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Nodes: nodes, Commands: opts.Commands, LogDir: opts.LogDir, ShutdownGrace: opts.ShutdownGrace}
 	if err := a.SetupWithManager(mgr); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return mgr, nil
+	return mgr, a, nil
 }

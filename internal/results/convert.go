@@ -48,19 +48,7 @@ func IndexStatus(rep result.Report, owner site.Site, run string, maxPages int, n
 			FetchedAt:      timeOrNil(p.FetchedAt),
 		})
 	}
-	for _, l := range rep.Result.OffSiteLinks {
-		if len(st.OffSiteLinks) == crawlv1.MaxOffSiteLinks {
-			break
-		}
-		s, err := site.Parse(l.URL)
-		if err != nil || s == owner || len(l.URL) > crawlv1.MaxURLLength {
-			continue
-		}
-		st.OffSiteLinks = append(st.OffSiteLinks, crawlv1.OffSiteLink{
-			URL:     l.URL,
-			Anchors: result.CutAll(l.Anchors, crawlv1.MaxOffSiteAnchors, crawlv1.MaxAnchorLength),
-		})
-	}
+	st.OffSiteLinks = offSiteLinks(rep, owner)
 	st.Stats = crawlv1.IndexStats{Pages: int32(len(st.Pages)), Skipped: int32(min(len(rep.Result.Skipped), 1<<20))}
 	st.Refused = refusal(rep, len(st.Pages))
 	if rep.Final {

@@ -92,9 +92,37 @@ func TestIndexStatus(t *testing.T) {
 			},
 		},
 		{
+			name:     "off-site links of a progress report are not kept",
+			maxPages: 20,
+			rep: result.Report{Result: result.Crawl{OffSiteLinks: []result.OffSiteLink{
+				{URL: "https://bakery.example/", Anchors: []string{"injected"}}}}},
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
+				if len(st.OffSiteLinks) != 0 {
+					t.Errorf("offSiteLinks = %+v", st.OffSiteLinks)
+				}
+			},
+		},
+		{
+			name:     "off-site links capped per linked site, duplicates once",
+			maxPages: 20,
+			rep: result.Report{Final: true, Result: result.Crawl{OffSiteLinks: []result.OffSiteLink{
+				{URL: "https://bakery.example/1"}, {URL: "https://bakery.example/1"}, {URL: "https://bakery.example/2"},
+				{URL: "https://bakery.example/3"}, {URL: "https://bakery.example/4"}, {URL: "https://bakery.example/5"},
+				{URL: "https://bakery.example/6"}, {URL: "https://other.example/"}}}},
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
+				var urls []string
+				for _, l := range st.OffSiteLinks {
+					urls = append(urls, strings.TrimPrefix(l.URL, "https://"))
+				}
+				if strings.Join(urls, " ") != "bakery.example/1 bakery.example/2 bakery.example/3 bakery.example/4 bakery.example/5 other.example/" {
+					t.Errorf("offSiteLinks = %v", urls)
+				}
+			},
+		},
+		{
 			name:     "off-site links are kept, on-site and malformed ones dropped, capped",
 			maxPages: 20,
-			rep: result.Report{Result: result.Crawl{OffSiteLinks: append([]result.OffSiteLink{
+			rep: result.Report{Final: true, Result: result.Crawl{OffSiteLinks: append([]result.OffSiteLink{
 				{URL: "https://other.org/page", Anchors: []string{"a", "b", "c", "d", "e"}},
 				{URL: "https://example.com/self", Anchors: []string{"x"}},
 				{URL: "mailto:someone@example.com", Anchors: []string{"x"}},

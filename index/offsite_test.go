@@ -1,0 +1,164 @@
+package index
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/controllers"
+	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/index/identity"
+	"github.com/lohisoft/crawl-operator/index/store"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/results"
+	"github.com/lohisoft/crawl-operator/internal/testenv"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
+)
+
+// wholeManager runs what cmd/manager runs that a crawl's report passes
+// through: the CrawlTarget reconciler, the results endpoint and the index.
+func wholeManager(t *testing.T) (*operator, string) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:     testenv.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache:      controllers.CacheOptions(crawlpod.Egress{}),
+		Client:     client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	ix, err := Setup(mgr, Options{Storage: "sqlite://" + filepath.Join(t.TempDir(), "index.db"), BindAddress: addr,
+		Identity: identity.Default(), CheckInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&controllers.CrawlTargetReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("crawltarget-controller"), Clock: clock.RealClock{},
+		Pod: crawlpod.Config{Image: "crawler:test", ResultsURL: "http://results.test:8083", MinDelay: time.Second,
+			ActiveDeadline: time.Hour, Resources: crawlpod.DefaultResources()},
+		MaxCrawlsPerNode: 4,
+		Egress:           controllers.EgressFilter{Healthy: ix.EgressHealthy},
+	}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	srv := &results.Server{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: clock.RealClock{},
+		Excluded: func(ctx context.Context, host string) (bool, error) { return controllers.Excluded(ctx, mgr.GetClient(), host) }}
+	endpoint := httptest.NewServer(srv.Handler())
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(runCtx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		endpoint.Close()
+		ix.Close()
+	})
+	op := &operator{ix: ix, base: "http://" + addr}
+	eventually(t, "index server up", func() error { _, err := op.get("/bot/ips.json"); return err })
+	return op, endpoint.URL
+}
+
+// A run's token lets its holder report progress, but the texts of links to
+// other sites take effect only from the run's final, accepted result, and
+// no more than store.MaxLinksIntoSite pages of any one other site get
+// them.
+func TestOffSiteAnchorsOnlyFromTheFinalResult(t *testing.T) {
+	testutil.CreateEgressNode(t, k8s, "egress-offsite-"+suffix(), "79.139.58.98")
+	op, endpoint := wholeManager(t)
+	ns, sfx := newNS(t), suffix()
+	bakery := "bakery-" + sfx + ".example"
+	var titles []string
+	for i := range 8 {
+		titles = append(titles, fmt.Sprintf("Harbour Bakery %d", i))
+	}
+	op.site(t, ns, "bakery", bakery, titles...)
+	eventually(t, "bakery indexed", op.searchIs("harbour", bakery))
+
+	ct := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "spammer"}, Spec: crawlv1.CrawlTargetSpec{URL: "https://spam-" + sfx + ".example/"}}
+	if err := k8s.Create(ctx, ct); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{}
+	eventually(t, "crawler Pod", func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: crawlpod.PodName(ct.Name, 1)}, pod)
+	})
+	testutil.SetPodPhase(t, k8s, pod, corev1.PodRunning, 0)
+	token := testutil.RunToken(t, k8s, pod)
+
+	// Progress with a link into the bakery: its page shows up at once, the
+	// link text does not.
+	var links []result.OffSiteLink
+	for i := range 8 {
+		links = append(links, result.OffSiteLink{URL: fmt.Sprintf("https://%s/%d", bakery, i), Anchors: []string{"zqxinjected"}})
+	}
+	progress := result.Report{Result: result.Crawl{Pages: testutil.Pages("https://spam-"+sfx+".example", 1), OffSiteLinks: links}}
+	if code, body := testutil.PostReport(t, endpoint, pod, token, progress); code != http.StatusOK {
+		t.Fatalf("progress: %d %s", code, body)
+	}
+	eventually(t, "progress page searchable", op.searchIs("page", "spam-"+sfx+".example"))
+	consistently(t, "progress puts no text on the bakery", 2*time.Second, op.searchIs("zqxinjected"))
+
+	// The final result's links count, at most MaxLinksIntoSite of them.
+	for i := range links {
+		links[i].Anchors = []string{"zqxfinal"}
+	}
+	final := result.Report{Final: true, Result: result.Crawl{Pages: testutil.Pages("https://spam-"+sfx+".example", 1), OffSiteLinks: links}}
+	if code, body := testutil.PostReport(t, endpoint, pod, token, final); code != http.StatusOK {
+		t.Fatalf("final: %d %s", code, body)
+	}
+	eventually(t, "final link texts on the bakery, capped", func() error {
+		urls, err := searchURLCount(op, "zqxfinal")
+		if err != nil {
+			return err
+		}
+		if urls != store.MaxLinksIntoSite {
+			return fmt.Errorf("%d bakery pages carry the spammer's text, want %d", urls, store.MaxLinksIntoSite)
+		}
+		return nil
+	})
+	if err := op.searchIs("zqxinjected")(); err != nil {
+		t.Error(err)
+	}
+}
+
+// searchURLCount counts the results of q.
+func searchURLCount(op *operator, q string) (int, error) {
+	r, err := op.get("/api/v1/search?limit=100&q=" + q)
+	if err != nil {
+		return 0, err
+	}
+	var res struct {
+		Results []struct{ URL string } `json:"results"`
+	}
+	if r.status != http.StatusOK {
+		return 0, fmt.Errorf("search %q: %d %s", q, r.status, r.body)
+	}
+	if err := json.Unmarshal([]byte(r.body), &res); err != nil {
+		return 0, err
+	}
+	return len(res.Results), nil
+}

@@ -61,7 +61,9 @@ func wholeManager(t *testing.T) (*operator, string) {
 		t.Fatal(err)
 	}
 	srv := &results.Server{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: clock.RealClock{},
-		Excluded: func(ctx context.Context, host string) (bool, error) { return controllers.Excluded(ctx, mgr.GetClient(), host) }}
+		Excluded: func(ctx context.Context, host string) (bool, error) {
+			return controllers.Excluded(ctx, mgr.GetClient(), host)
+		}}
 	endpoint := httptest.NewServer(srv.Handler())
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
+	"github.com/lohisoft/crawl-operator/index/identity"
+	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/testenv"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
+)
+
+var (
+	restConfig *rest.Config
+	k8s        client.Client
+	ctx        = context.Background()
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, filepath.Join("..", ".."), &restConfig, &k8s))
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func get(url string) (answer, error) {
+	c := &http.Client{Timeout: 10 * time.Second}
+	r, err := c.Get(url)
+	if err != nil {
+		return answer{}, err
+	}
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	return answer{r.StatusCode, r.Header, string(b)}, err
+}
+
+// expect checks that GET url answers status with body containing want.
+func expect(url string, status int, want string) func() error {
+	return func() error {
+		a, err := get(url)
+		if err != nil {
+			return err
+		}
+		if a.status != status || !strings.Contains(a.body, want) {
+			return fmt.Errorf("GET %s = %d %q, want %d with %q", url, a.status, a.body, status, want)
+		}
+		return nil
+	}
+}
+
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	testutil.Eventually(t, 30*time.Second, what, check)
+}
+
+// The manager starts while PostgreSQL cannot be reached (the network to it
+// is cut: a proxy the test controls) and does everything that does not
+// need the index backend: crawls and their results, SiteIndexes,
+// Exclusions, /bot and ips.json. Search says 503 with Retry-After and the
+// "index" readiness check fails; the Pod's own probe
+// (/readyz?exclude=index) passes. When the backend can be reached the
+// manager connects, runs its migrations and catches up.
+func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
+	proxy := pgtest.StartProxy(t)
+	dsn := proxy.DSN(pgtest.Schema(t))
+	proxy.Cut()
+	dns := dnstest.Start(t, dnstest.Zone{})
+	testutil.CreateEgressNode(t, k8s, "egress-manager", "79.139.58.98")
+
+	o := options{
+		metricsAddr: freeAddr(t), probeAddr: freeAddr(t), resultsAddr: freeAddr(t),
+		crawlerImage: "crawler:test", crawlerPullPolicy: "IfNotPresent", resultsURL: "http://results.test:8083",
+		maxCrawlsPerNode: 4, minCrawlDelay: time.Second, crawlDeadline: time.Hour,
+		userAgent: "LohiSoftBot/1.0 (+https://lohisoft.com/bot)",
+		egressLabel: crawlpod.EgressLabel + "=" + crawlpod.EgressValue, egressTaint: crawlpod.EgressLabel + "=" + crawlpod.EgressValue + ":NoSchedule",
+	}
+	o.index.Storage = dsn
+	o.index.BindAddress = freeAddr(t)
+	o.index.DNSServer = dns.Addr
+	o.index.CheckInterval = time.Hour
+	o.index.Identity = identity.Default()
+	runCtx, cancel := context.WithCancel(ctx)
+	exited := make(chan error, 1)
+	go func() { exited <- run(runCtx, restConfig, o) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-exited; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	probes, index, metrics, results := "http://"+o.probeAddr, "http://"+o.index.BindAddress, "http://"+o.metricsAddr, "http://"+o.resultsAddr
+
+	select {
+	case err := <-exited:
+		t.Fatalf("the manager exited while PostgreSQL is unreachable: %v", err)
+	case <-time.After(5 * time.Second):
+	}
+	eventually(t, "liveness", expect(probes+"/healthz", http.StatusOK, "ok"))
+	eventually(t, "readiness names the backend", expect(probes+"/readyz", http.StatusInternalServerError, "[-]index failed"))
+	eventually(t, "the Pod's probe passes", expect(probes+"/readyz?exclude=index", http.StatusOK, "ok"))
+	eventually(t, "/bot", expect(index+"/bot", http.StatusOK, "LohiSoftBot"))
+	eventually(t, "ips.json", expect(index+"/bot/ips.json", http.StatusOK, "79.139.58.98/32"))
+	eventually(t, "backend_up metric", expect(metrics+"/metrics", http.StatusOK, "crawl_operator_index_backend_up 0"))
+	eventually(t, "search says 503", func() error {
+		a, err := get(index + "/api/v1/search?q=kittiwake")
+		if err != nil {
+			return err
+		}
+		if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" || !strings.Contains(a.body, `"error"`) {
+			return fmt.Errorf("search = %d %v %s", a.status, a.header, a.body)
+		}
+		return nil
+	})
+
+	// A crawl runs and delivers its result; an Exclusion is enforced.
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "mgr-"}}
+	if err := k8s.Create(ctx, nsObj); err != nil {
+		t.Fatal(err)
+	}
+	ns := nsObj.Name
+	ct := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "seabirds"}, Spec: crawlv1.CrawlTargetSpec{URL: "https://seabirds.example/"}}
+	doomed := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}, Spec: crawlv1.CrawlTargetSpec{URL: "https://www.doomed.example/"}}
+	for _, c := range []*crawlv1.CrawlTarget{ct, doomed} {
+		if err := k8s.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []*crawlv1.CrawlTarget{ct, doomed} {
+		pod := &corev1.Pod{}
+		eventually(t, "crawler Pod of "+c.Name, func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: crawlpod.PodName(c.Name, 1)}, pod)
+		})
+		testutil.SetPodPhase(t, k8s, pod, corev1.PodRunning, 0)
+		base := strings.TrimSuffix(c.Spec.URL, "/")
+		eventually(t, "final report accepted", func() error {
+			code, body := testutil.PostReport(t, results, pod, testutil.RunToken(t, k8s, pod), result.Report{Final: true,
+				Result: result.Crawl{Site: base, Pages: []result.Page{{URL: base + "/", StatusCode: 200, Title: "Kittiwake colony", FetchedAt: time.Now()}}}})
+			if code != http.StatusOK {
+				return fmt.Errorf("final report: %d %s", code, body)
+			}
+			return nil
+		})
+		testutil.SetPodPhase(t, k8s, pod, corev1.PodSucceeded, 0)
+	}
+	eventually(t, "target Ready", func() error {
+		got := &crawlv1.CrawlTarget{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ct), got); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, crawlv1.ConditionReady) {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		return nil
+	})
+	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "mgr-"}, Spec: crawlv1.ExclusionSpec{Domain: "doomed.example", Reason: "asked by email"}}
+	if err := k8s.Create(ctx, ex); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k8s.Delete(ctx, ex) })
+	eventually(t, "Exclusion enforced in the cluster, the backend pending", func() error {
+		got := &crawlv1.Exclusion{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex), got); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, crawlv1.ConditionReady)
+		if got.Status.PurgedPages != 1 || c == nil || c.Reason != "BackendUnavailable" {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		si := &crawlv1.SiteIndex{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(doomed), si); err != nil || len(si.Status.Pages) != 0 {
+			return fmt.Errorf("excluded SiteIndex: %d pages, %v", len(si.Status.Pages), err)
+		}
+		return nil
+	})
+
+	// The backend comes: the manager connects, migrates and catches up.
+	proxy.Restore()
+	back := time.Now()
+	eventually(t, "ready", expect(probes+"/readyz", http.StatusOK, "ok"))
+	eventually(t, "crawled page searchable, excluded one not", expect(index+"/api/v1/search?q=kittiwake", http.StatusOK,
+		`"results":[{"url":"https://seabirds.example/","title":"Kittiwake colony"`))
+	if a, _ := get(index + "/api/v1/search?q=kittiwake"); strings.Contains(a.body, "doomed") {
+		t.Errorf("excluded site searchable: %s", a.body)
+	}
+	t.Logf("backend reachable again: caught up after %s", time.Since(back).Round(time.Millisecond))
+	eventually(t, "Exclusion Ready", func() error {
+		got := &crawlv1.Exclusion{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex), got); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, crawlv1.ConditionReady) || got.Status.PurgedPages != 1 {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		return nil
+	})
+	eventually(t, "backend_up metric", expect(metrics+"/metrics", http.StatusOK, "crawl_operator_index_backend_up 1"))
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,6 +131,59 @@ func BenchmarkExtraction(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := goqueryExtract(bytes.NewReader(page), "text/html"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// hostilePages are 2 MiB pages built to make a tree builder work hard:
+// scope checks across a stack as deep as it may get, reconstruction of
+// many formatting elements for every text, the adoption agency, foster
+// parenting and links waiting inside a table that never closes.
+func hostilePages() map[string][]byte {
+	const size = 2 << 20
+	fill := func(head, unit string) []byte {
+		var b bytes.Buffer
+		b.WriteString(head)
+		for b.Len() < size {
+			b.WriteString(unit)
+		}
+		return b.Bytes()
+	}
+	var fmtHead strings.Builder
+	fmtHead.WriteString("<p>")
+	for i := 0; i < 60; i++ {
+		fmt.Fprintf(&fmtHead, "<b id=%d>", i)
+	}
+	fmtHead.WriteString("</p>")
+	return map[string][]byte{
+		"deep-scope":   fill(strings.Repeat("<div>", 500), "</p>"),
+		"button-scope": fill("<p><button>"+strings.Repeat("<div>", 500), "</p>"),
+		"reconstruct":  fill(fmtHead.String(), "<div>x</div>"),
+		"adoption":     fill("", `<a href="/x"><div>t</a></div>`),
+		"table-links":  fill("<table>", `<tr><td><a href="/x">link text</a></td></tr>`),
+		"foster":       fill("<table>", `text <b>b</b><a href="/x">l</a>`),
+		"unclosed-a":   fill(`<a href="/x">`, "<p>Lorem ipsum dolor sit amet, <b>consectetur</b> adipiscing elit.</p>\n"),
+	}
+}
+
+// BenchmarkHostile runs the extractor on hostilePages.
+func BenchmarkHostile(b *testing.B) {
+	pages := hostilePages()
+	names := make([]string, 0, len(pages))
+	for n := range pages {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		page := pages[name]
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(page)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Extract(bytes.NewReader(page), "text/html", "LohiSoftBot"); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -91,6 +91,9 @@ type collectState struct {
 	live      int // collectors not done
 	pending   int
 	finalQ    []int32
+	// toSettle is set when settle has work: a final collector with a slot,
+	// or pending collectors once no table is open.
+	toSettle  bool
 	watchers  []watcher
 	links     []linkInfo
 	titleSeen bool
@@ -108,6 +111,7 @@ func (s *collectState) reset() {
 	s.freeColls = s.freeColls[:0]
 	s.live, s.pending = 0, 0
 	s.finalQ = s.finalQ[:0]
+	s.toSettle = false
 	s.watchers = s.watchers[:0]
 	s.links = s.links[:0]
 	s.titleSeen, s.title = false, ""
@@ -238,13 +242,7 @@ func (b *builder) collectText(parent, ref nodeID, d []byte) {
 	if anc < 0 {
 		return
 	}
-	need := 0
-	for c := anc; c >= 0; c = b.ancOf(b.nodes[c].parent) {
-		col := &b.colls[b.nodes[c].coll]
-		if r := int(needText - col.nonSpace); r > need && col.chunks < maxChunks {
-			need = r
-		}
-	}
+	need := b.need(anc, parent, ref == noNode, false)
 	if need <= 0 {
 		return
 	}
@@ -276,6 +274,40 @@ func (b *builder) collectText(parent, ref nodeID, d []byte) {
 	}
 }
 
+// need is how many non-space bytes of text (alt text if alt) inserted
+// into parent the collectors from anc outwards still need. Text that lands
+// at the end of a collector's content is needed only up to the cap; text
+// the parser puts before content it already has (foster parenting before a
+// table in the element) may come first and is kept up to the whole cap.
+// atEnd tells whether the insertion is after parent's last child.
+func (b *builder) need(anc int32, parent nodeID, atEnd, alt bool) int {
+	need := 0
+	n := parent
+	for c := anc; c >= 0; c = b.ancOf(b.nodes[c].parent) {
+		for n != c {
+			if b.nodes[n].next != noNode {
+				atEnd = false
+			}
+			n = b.nodes[n].parent
+		}
+		col := &b.colls[b.nodes[c].coll]
+		have, chunks := col.nonSpace, col.chunks
+		if alt {
+			if col.kind != ckLink {
+				continue
+			}
+			have, chunks = col.alt, col.altChunks
+		}
+		if !atEnd {
+			have = 0
+		}
+		if r := int(needText - have); r > need && chunks < maxChunks {
+			need = r
+		}
+	}
+	return need
+}
+
 // keepAlt keeps the alt text of image id for the links around it.
 func (b *builder) keepAlt(id nodeID) {
 	parent := b.nodes[id].parent
@@ -283,13 +315,7 @@ func (b *builder) keepAlt(id nodeID) {
 	if anc < 0 {
 		return
 	}
-	need := 0
-	for c := anc; c >= 0; c = b.ancOf(b.nodes[c].parent) {
-		col := &b.colls[b.nodes[c].coll]
-		if r := int(needText - col.alt); col.kind == ckLink && r > need && col.altChunks < maxChunks {
-			need = r
-		}
-	}
+	need := b.need(anc, parent, b.nodes[id].next == noNode, true)
 	if need <= 0 {
 		return
 	}
@@ -353,6 +379,9 @@ func (b *builder) becameFinal(ci int32) {
 	}
 	c.final = true
 	b.finalQ = append(b.finalQ, ci)
+	if c.slot >= 0 {
+		b.toSettle = true
+	}
 }
 
 // release unwraps an element that no longer takes part in building the
@@ -428,6 +457,7 @@ func (b *builder) dropText(id nodeID) {
 // and settles the final ones that have a slot. At the end of the document
 // (eof) everything is final.
 func (b *builder) settle(eof bool) {
+	b.toSettle = false
 	if eof {
 		for ci := range b.colls {
 			if c := &b.colls[ci]; !c.done && !c.final {

@@ -131,7 +131,7 @@ func extract(rd io.Reader, token string) (p *Page, err error) {
 		}
 		if !b.stopped {
 			b.parseCurrentToken()
-			if len(b.finalQ) > 0 || b.pending > 0 && b.openTables == 0 {
+			if b.toSettle {
 				b.settle(false)
 			}
 			if debugCheck != nil {

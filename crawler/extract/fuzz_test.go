@@ -2,9 +2,13 @@ package extract
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -60,6 +64,13 @@ func FuzzExtractMatchesHTML5(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
+		// A page that takes seconds is a bug too: crash with the stacks, so
+		// the fuzzer keeps the input.
+		watchdog := time.AfterFunc(10*time.Second, func() {
+			pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+			panic(fmt.Sprintf("FuzzExtractMatchesHTML5: over 10s on %q", doc))
+		})
+		defer watchdog.Stop()
 		decoded, err := io.ReadAll(mustDecode(t, doc))
 		if err != nil {
 			t.Fatal(err)
@@ -136,4 +147,63 @@ var html5Seeds = []string{
 	`<table><tr><td><svg><title>t</title></svg><math><mi>m</mi></math></td></tr></table>`,
 	`<body><a href=/1><h1>linked heading</h1></a><h2><a href=/2>heading link</h2>`,
 	"<h1>\x00a\u0000b\r\nc\u0085d\u202ee</h1><a href=/z>\ufeffz</a>",
+}
+
+// tagVocabulary is what FuzzExtractMatchesHTML5Tags builds pages from: tags
+// whose rules differ (scoping, formatting, tables, lists, forms, raw text,
+// templates, foreign content, framesets), so that byte mutations turn into
+// tag sequences rather than noise.
+var tagVocabulary = func() []string {
+	names := []string{
+		"html", "head", "body", "title", "h1", "h2", "h3", "h4", "p", "div", "span", "a", "b", "i",
+		"u", "s", "em", "strong", "font", "nobr", "code", "big", "table", "tbody", "thead", "tfoot",
+		"tr", "td", "th", "caption", "colgroup", "col", "ul", "ol", "li", "dl", "dt", "dd", "header",
+		"main", "nav", "section", "address", "button", "select", "option", "optgroup", "form", "input",
+		"textarea", "pre", "listing", "xmp", "plaintext", "template", "script", "style", "noscript",
+		"iframe", "noembed", "noframes", "frameset", "frame", "svg", "math", "mi", "mtext", "mglyph",
+		"annotation-xml", "foreignobject", "desc", "img", "image", "object", "marquee", "applet",
+		"ruby", "rt", "rp", "rb", "rtc", "br", "hr", "x-y", "menu", "summary", "details", "center",
+		"blockquote", "figure", "sub", "meta", "base", "link", "area", "embed", "wbr", "param",
+	}
+	v := []string{"t", " ", "\n", "w ", "&amp;", "\x00", "<!-- c -->", "<!doctype html>",
+		"<![CDATA[cd]]>", `<a href="/x" rel="nofollow">`, `<input type="hidden">`, `<font color="red">`,
+		`<annotation-xml encoding="text/html">`, `<img alt="alt">`, `<b class="c">`, "</>", "<br/>"}
+	for _, n := range names {
+		v = append(v, "<"+n+">", "</"+n+">")
+	}
+	return v
+}()
+
+// FuzzExtractMatchesHTML5Tags is FuzzExtractMatchesHTML5 on pages built
+// from tagVocabulary: every byte picks a piece; links get distinct hrefs and
+// texts distinct words, so that text landing in the wrong element shows.
+func FuzzExtractMatchesHTML5Tags(f *testing.F) {
+	f.Add([]byte{0, 1, 2})
+	f.Add([]byte("\x20\x21\x22\x23\x24\x25\x26\x27\x28\x29\x2a\x2b\x2c\x2d\x2e\x2f"))
+	f.Add([]byte("\x50\x30\x03\x31\x52\x80\x03\x81\x90\x91\x03"))
+	f.Fuzz(func(t *testing.T, program []byte) {
+		var b strings.Builder
+		for i, c := range program {
+			switch piece := tagVocabulary[int(c)%len(tagVocabulary)]; piece {
+			case "<a>":
+				fmt.Fprintf(&b, `<a href="/%d">`, i)
+			case "t":
+				fmt.Fprintf(&b, "w%d", i)
+			default:
+				b.WriteString(piece)
+			}
+		}
+		doc := []byte(b.String())
+		ref, linksOK, err := referencePage(doc)
+		if err != nil {
+			return
+		}
+		got, err := extract(bytes.NewReader(doc), "LohiSoftBot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := comparePages(got, ref, linksOK); d != "" {
+			t.Fatalf("%q: %s", doc, d)
+		}
+	})
 }

@@ -36,7 +36,10 @@ import (
 // html.Parse's tree cannot tell a clone from the element it copies, so
 // referencePage first gives every <a> start tag a unique attribute; the
 // first element in tree order carrying a given value is the one the tag
-// made (clones come after their original in tree order).
+// made (clones come after their original in tree order), except in a
+// frameset document: <frameset> removes the body with every element made
+// before it, and no <a> tag is read after it, so every <a> left in the tree
+// is a clone (whitespace after </html> reconstructs them).
 
 const xrefAttr = "data-xref-lohisoft"
 
@@ -87,6 +90,7 @@ func referencePage(doc []byte) (p *Page, linksOK bool, err error) {
 		}
 	}
 	seen := map[string]bool{}
+	frameset := child(child(tree, "html"), "frameset") != nil
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
 		if n.Type == html.ElementNode {
@@ -104,7 +108,7 @@ func referencePage(doc []byte) (p *Page, linksOK bool, err error) {
 			case n.Data == "a" && (n.Namespace == "" || n.Namespace == "svg"):
 				href, ok := attrOf(n, "href")
 				id, _ := attrOf(n, xrefAttr)
-				if ok && !seen[id] && len(p.Links) < MaxLinks {
+				if ok && !seen[id] && !frameset && len(p.Links) < MaxLinks {
 					seen[id] = linksOK
 					rel, _ := attrOf(n, "rel")
 					l := Link{Href: href, Text: CleanText(textOf(n)), NoFollow: hasToken(rel, "nofollow")}

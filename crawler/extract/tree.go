@@ -692,6 +692,9 @@ func (b *builder) push(id nodeID) {
 func (b *builder) countAT(id nodeID, d int) {
 	if b.nodes[id].atom == a.Table {
 		b.openTables += d
+		if b.openTables == 0 && b.pending > 0 {
+			b.toSettle = true
+		}
 	}
 }
 

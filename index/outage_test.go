@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -233,14 +234,42 @@ func TestBackendOutageCatchUp(t *testing.T) {
 		return nil
 	})
 
+	// $TEST_OUTAGE_SITES more sites crawled during the outage (0 unless
+	// set; the README's backlog figure used 500).
+	extra, _ := strconv.Atoi(os.Getenv("TEST_OUTAGE_SITES"))
+	for i := range extra {
+		op.site(t, ns, fmt.Sprintf("extra-%d", i), fmt.Sprintf("extra-%d-%s.example", i, suffix), "Puffin")
+	}
+
 	time.Sleep(time.Until(cut.Add(outage(t))))
 	proxy.Restore()
 	back := time.Now()
+	eventually(t, "backend seen again", func() error {
+		if !op.ix.BackendAvailable() {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	t.Logf("backend seen again %s after it returned", time.Since(back).Round(time.Millisecond))
 	eventually(t, "index caught up", func() error {
 		if err := op.searchIs("razorbill", keep, added)(); err != nil {
 			return err
 		}
-		return op.searchIs("guillemot")()
+		if err := op.searchIs("guillemot")(); err != nil {
+			return err
+		}
+		r, err := op.get("/api/v1/sites")
+		if err != nil {
+			return err
+		}
+		var sites api.SitesResponse
+		if err := json.Unmarshal([]byte(r.body), &sites); err != nil {
+			return err
+		}
+		if len(sites.Sites) != 2+extra {
+			return fmt.Errorf("%d sites indexed, want %d", len(sites.Sites), 2+extra)
+		}
+		return nil
 	})
 	caughtUp := time.Since(back)
 	eventually(t, "Exclusion enforced in the backend", func() error {
@@ -254,8 +283,8 @@ func TestBackendOutageCatchUp(t *testing.T) {
 		return nil
 	})
 	enforced := time.Since(back)
-	t.Logf("outage %s; after the backend returned: index caught up in %s, Exclusion Ready in %s",
-		outage(t), caughtUp.Round(time.Millisecond), enforced.Round(time.Millisecond))
+	t.Logf("outage %s, %d SiteIndexes changed; after the backend returned: index caught up in %s, Exclusion Ready in %s",
+		time.Since(cut)-time.Since(back), 3+extra, caughtUp.Round(time.Millisecond), enforced.Round(time.Millisecond))
 	if caughtUp > 15*time.Second {
 		t.Errorf("index caught up %s after the backend returned, want seconds", caughtUp)
 	}

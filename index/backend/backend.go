@@ -22,7 +22,7 @@ import (
 // Defaults of the timing fields.
 const (
 	DefaultMinRetry      = 500 * time.Millisecond
-	DefaultMaxRetry      = 2 * time.Second
+	DefaultMaxRetry      = time.Second
 	DefaultCheckInterval = 5 * time.Second
 	// pingTimeout bounds one health check.
 	pingTimeout = 3 * time.Second

@@ -88,6 +88,12 @@ dev-cluster-down: ## Stop the local cluster and everything `make demo` started.
 run: build ## Run the manager against $KUBECONFIG.
 	$(BIN)/manager --crawler-image=$(IMG)
 
+IMAGE_TAR ?= $(BIN)/crawl-operator-image.tar
+
+.PHONY: image
+image: ## Build the image without Docker as $(IMAGE_TAR) (docker load / ctr images import), tagged $(IMG).
+	go run ./hack/image --tag $(IMG) --out $(IMAGE_TAR)
+
 .PHONY: docker-build
-docker-build: ## Build the image (needs a Docker engine).
+docker-build: ## Build the image with a Docker engine (same layout as `make image`).
 	docker build -t $(IMG) .

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries (etcd, kube-apiserver, kubectl,
-# kube-scheduler, kube-controller-manager) into bin/k8s from the Go module
-# proxy. No release download is reachable from our CI machines, so envtest and
+# kube-scheduler, kube-controller-manager) and the kubelet of the dev
+# cluster's real node into bin/k8s from the Go module proxy. No release download is reachable from our CI machines, so envtest and
 # the local dev cluster use these. A stamp file records the pinned versions:
 # when it matches, nothing is rebuilt. A finished build is also kept in a
 # per-user cache outside the checkout (~/.cache/crawl-operator), so a fresh
-# clone on the same machine (CI) copies it instead of building. The first
-# build takes ~15 minutes on two cores; later builds are served by the Go
-# build cache.
+# clone on the same machine (CI) copies it instead of building; a binary
+# missing from both (the kubelet, added later) is built alone. The first
+# build takes ~15 minutes on two cores (the kubelet a few more); later
+# builds are served by the Go build cache.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,7 +16,7 @@ out=${K8S_BIN_DIR:-$root/bin/k8s}
 kube_version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$root/hack/tools/kube/go.mod")
 etcd_version=$(awk '$1=="require" && $2=="go.etcd.io/etcd/server/v3" {print $3}' "$root/hack/tools/etcd/go.mod")
 stamp="kubernetes=$kube_version etcd=$etcd_version"
-bins=(etcd kube-apiserver kubectl kube-scheduler kube-controller-manager)
+bins=(etcd kube-apiserver kubectl kube-scheduler kube-controller-manager kubelet)
 
 up_to_date() {
 	[ "$(cat "$out/.versions" 2>/dev/null)" = "$stamp" ] || return 1
@@ -28,11 +29,16 @@ if up_to_date; then
 fi
 cache=${K8S_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crawl-operator/k8s-${kube_version}-etcd-${etcd_version}}
 mkdir -p "$out"
+if [ "$(cat "$out/.versions" 2>/dev/null)" != "$stamp" ]; then
+	# Other versions: none of them may be kept.
+	for b in "${bins[@]}"; do rm -f "$out/$b"; done
+fi
 rm -f "$out/.versions"
 if [ "$(cat "$cache/.versions" 2>/dev/null)" = "$stamp" ]; then
-	echo "copying control-plane binaries from $cache"
-	cp -a "$cache/." "$out/"
-	if up_to_date; then exit 0; fi
+	echo "copying binaries from $cache"
+	for b in "${bins[@]}"; do
+		if [ ! -x "$out/$b" ] && [ -x "$cache/$b" ]; then cp -a "$cache/$b" "$out/$b"; fi
+	done
 fi
 
 # Without these the binaries report v0.0.0-master and kubectl warns about skew.
@@ -44,14 +50,18 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
-echo "building etcd $etcd_version into $out"
-(cd "$root/hack/tools/etcd" && go build -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
-for cmd in kube-apiserver kubectl kube-scheduler kube-controller-manager; do
+if [ ! -x "$out/etcd" ]; then
+	echo "building etcd $etcd_version into $out"
+	(cd "$root/hack/tools/etcd" && go build -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
+fi
+for cmd in kube-apiserver kubectl kube-scheduler kube-controller-manager kubelet; do
+	[ -x "$out/$cmd" ] && continue
 	echo "building $cmd $kube_version into $out"
 	(cd "$root/hack/tools/kube" && go build -ldflags "$ldflags" -o "$out/$cmd" "k8s.io/kubernetes/cmd/$cmd")
 done
 echo "$stamp" > "$out/.versions"
 if mkdir -p "$cache" 2>/dev/null; then
+	if [ "$(cat "$cache/.versions" 2>/dev/null)" != "$stamp" ]; then rm -rf "${cache:?}"/* "$cache/.versions"; fi
 	cp -a "$out/." "$cache/" || echo "could not cache the binaries in $cache (continuing)"
 fi
 echo "bin/k8s is ready ($stamp)"

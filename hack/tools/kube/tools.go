@@ -1,7 +1,8 @@
 //go:build tools
 
-// Package tools pins the Kubernetes commands this module builds, so that
-// `go mod tidy` records every dependency they need.
+// Package tools pins the Kubernetes commands this module builds (the
+// control plane, kubectl, and the kubelet of the dev cluster's real node),
+// so that `go mod tidy` records every dependency they need.
 package tools
 
 import (
@@ -9,4 +10,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )

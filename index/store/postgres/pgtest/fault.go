@@ -148,9 +148,14 @@ type Server struct {
 // server runs again when t ends, whatever happened. Without pg_ctlcluster
 // (or as a user who may not use it) the test fails under CI=true and is
 // skipped otherwise.
+//
+// Every test that uses the server holds a shared lock on a file in the
+// temporary directory while it runs (Schema takes it); ControlServer takes
+// the exclusive lock, so the server is stopped only while no test of any
+// process on this machine is using it, and tests that start meanwhile wait
+// until it is back.
 func ControlServer(t testing.TB) *Server {
 	t.Helper()
-	Schema(t) // the server must be up to begin with
 	version, err := clusterVersion()
 	if err != nil {
 		msg := "cannot stop and start the PostgreSQL test server: " + err.Error()
@@ -159,21 +164,25 @@ func ControlServer(t testing.TB) *Server {
 		}
 		t.Skip("!!! SKIPPING POSTGRESQL OUTAGE TEST !!! " + msg)
 	}
-	s := &Server{t: t, version: version}
-	t.Cleanup(func() {
-		if err := s.ctl("start"); err != nil && !strings.Contains(err.Error(), "already running") {
-			t.Errorf("start PostgreSQL again: %v", err)
-		}
-		if err := waitReachable(30 * time.Second); err != nil {
-			t.Errorf("PostgreSQL not reachable after the test: %v", err)
-		}
-	})
-	return s
+	holdExclusive(t)
+	if err := waitReachable(30 * time.Second); err != nil {
+		t.Fatalf("PostgreSQL test server unreachable before the outage test: %v", err)
+	}
+	return &Server{t: t, version: version}
 }
 
-// Stop stops the server (fast shutdown: connections are closed).
+// Stop stops the server (fast shutdown: connections are closed). It is
+// started again when the test ends, whatever happens.
 func (s *Server) Stop() {
 	s.t.Helper()
+	s.t.Cleanup(func() {
+		if err := s.ctl("start"); err != nil && !strings.Contains(err.Error(), "already running") {
+			s.t.Errorf("start PostgreSQL again: %v", err)
+		}
+		if err := waitReachable(30 * time.Second); err != nil {
+			s.t.Errorf("PostgreSQL not reachable after the test: %v", err)
+		}
+	})
 	if err := s.ctl("stop", "--", "-m", "fast"); err != nil {
 		s.t.Fatalf("stop PostgreSQL: %v", err)
 	}

@@ -43,8 +43,12 @@ var (
 // everything in it when t ends, and returns a DSN whose search_path is that
 // schema. Without a server it fails the test when Required, and otherwise
 // skips it saying so loudly.
+//
+// It holds the server for t (a shared lock, see ControlServer), so an
+// outage test of another package waits until t is done.
 func Schema(t testing.TB) string {
 	t.Helper()
+	holdShared(t)
 	reachOnce.Do(func() { reachErr = ping(ServerDSN()) })
 	if reachErr != nil {
 		msg := fmt.Sprintf("PostgreSQL test server unreachable at %s: %v\n"+

@@ -102,7 +102,7 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 		metricsAddr: freeAddr(t), probeAddr: freeAddr(t), resultsAddr: freeAddr(t),
 		crawlerImage: "crawler:test", crawlerPullPolicy: "IfNotPresent", resultsURL: "http://results.test:8083",
 		maxCrawlsPerNode: 4, minCrawlDelay: time.Second, crawlDeadline: time.Hour,
-		userAgent: "LohiSoftBot/1.0 (+https://lohisoft.com/bot)",
+		userAgent:   "LohiSoftBot/1.0 (+https://lohisoft.com/bot)",
 		egressLabel: crawlpod.EgressLabel + "=" + crawlpod.EgressValue, egressTaint: crawlpod.EgressLabel + "=" + crawlpod.EgressValue + ":NoSchedule",
 	}
 	o.index.Storage = dsn

@@ -256,6 +256,7 @@ func (w *sweeper) Start(ctx context.Context) error {
 		return nil // stopping
 	}
 	logger := log.FromContext(ctx).WithName("index-sweep")
+	waiting := false
 	for {
 		stale, err := w.stale(ctx)
 		if err == nil {
@@ -270,7 +271,13 @@ func (w *sweeper) Start(ctx context.Context) error {
 			logger.Info("index resync queued", "staleSources", len(stale))
 			return nil
 		}
-		logger.Error(err, "index resync failed; retrying", "in", sweepRetry)
+		switch {
+		case !errors.Is(err, store.ErrUnavailable):
+			logger.Error(err, "index resync failed; retrying", "in", sweepRetry)
+		case !waiting:
+			logger.Info("index resync waits for the index backend", "reason", err.Error())
+			waiting = true
+		}
 		select {
 		case <-time.After(sweepRetry):
 		case <-ctx.Done():

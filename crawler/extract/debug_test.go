@@ -38,6 +38,15 @@ func checkBuilder(b *builder) {
 	if tables != b.openTables {
 		bad("openTables %d, %d on the stack", b.openTables, tables)
 	}
+	var open [countedSlots]int32
+	for _, id := range b.oe {
+		if n := &b.nodes[id]; n.ns == nsHTML && countedSlot(n.atom) >= 0 {
+			open[countedSlot(n.atom)]++
+		}
+	}
+	if open != b.open {
+		bad("open counts %v, stack has %v", b.open, open)
+	}
 	for _, id := range b.afe {
 		if id == scopeMarker {
 			continue

@@ -23,9 +23,6 @@ const (
 	MaxTextLen  = 512  // bytes kept of a title, description, heading or anchor text
 	MaxHeadings = 50   // per level
 	MaxLinks    = 2000 // links kept per page
-	// maxCollect bounds the raw text gathered for one element before
-	// whitespace is collapsed.
-	maxCollect = 4 * MaxTextLen
 )
 
 // Page is what one HTML page yields.
@@ -106,7 +103,9 @@ func extract(rd io.Reader, token string) (p *Page, err error) {
 			}
 			x.b = builder{}
 		}
-		x.p = nil
+		// Keep the slabs for the next page, not this page's bytes.
+		x.p, x.b.z = nil, nil
+		clear(x.b.links)
 		extractors.Put(x)
 	}()
 	for {
@@ -136,6 +135,9 @@ func extract(rd io.Reader, token string) (p *Page, err error) {
 			}
 			if debugCheck != nil {
 				debugCheck(b)
+			}
+			if b.overBudget() {
+				b.stop()
 			}
 		}
 	}

@@ -173,3 +173,26 @@ func comparePages(got, ref *Page, links bool) string {
 	}
 	return strings.Join(d, "; ")
 }
+
+// A page that makes the algorithm scan 500 open elements for every tag is
+// read until the work budget runs out: what came before is kept, the rest
+// of the page is ignored. Without the budget the page reads as html.Parse
+// reads it.
+func TestWorkBudget(t *testing.T) {
+	doc := `<h1>kept</h1><p><button>` + strings.Repeat("<div>", 500) + strings.Repeat("</p>", 200000) + `<h2>after</h2>`
+	p := mustExtract(t, doc, "text/html")
+	if !reflect.DeepEqual(p.H1, []string{"kept"}) || len(p.H2) != 0 {
+		t.Errorf("with the budget: h1 %q h2 %q, want [kept] []", p.H1, p.H2)
+	}
+	saved := workPerByte
+	workPerByte = 0
+	defer func() { workPerByte = saved }()
+	p = mustExtract(t, doc, "text/html")
+	ref, _, err := referencePage([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := comparePages(p, ref, true); diff != "" || !reflect.DeepEqual(p.H2, []string{"after"}) {
+		t.Errorf("without the budget: h2 %q; %s", p.H2, diff)
+	}
+}

@@ -26,6 +26,27 @@ import (
 	a "golang.org/x/net/html/atom"
 )
 
+// The work budget. A page can make the HTML5 algorithm scan the whole
+// stack of open elements for every tag (2 MiB of "</p>" under 500 open
+// elements) or rebuild dozens of formatting elements for every piece of
+// text. html.Parse does all that work; the builder counts it (one unit per
+// step of a scan, allocWork per node made) and stops, keeping what it has
+// found and ignoring the rest of the page, once it has done more than
+// workPerByte units per byte read beyond workBase. Ordinary pages do well
+// under one unit per byte.
+var (
+	workPerByte = 16
+	workBase    = 1 << 20
+)
+
+const allocWork = 4
+
+// overBudget reports whether the builder has done too much work for the
+// bytes it has read. A zero workPerByte turns the check off (tests).
+func (b *builder) overBudget() bool {
+	return workPerByte > 0 && b.work > workPerByte*b.consumed+workBase
+}
+
 // maxDepth is the deepest stack of open elements the builder follows. It is
 // the limit golang.org/x/net/html enforces (html.Parse rejects deeper
 // documents); the extractor keeps what it has found so far and ignores the
@@ -276,6 +297,12 @@ type builder struct {
 	// openTables counts the table elements on the stack: while there are
 	// none, a new element is last in tree order (see collect.go).
 	openTables int
+	// work counts steps of the algorithm (scans of the stack and of the
+	// list of active formatting elements, nodes made) against the bytes
+	// consumed: see overBudget.
+	work, consumed int
+	// open counts the HTML elements on the stack per countedSlot.
+	open [countedSlots]int32
 
 	collectState
 }
@@ -293,6 +320,8 @@ func (b *builder) reset(z *html.Tokenizer) {
 	b.tok.attrs = b.tok.attrs[:0]
 	b.epoch = 1
 	b.openTables = 0
+	b.work, b.consumed = 0, 0
+	b.open = [countedSlots]int32{}
 	b.collectState.reset()
 }
 
@@ -303,6 +332,7 @@ func (b *builder) next() html.TokenType {
 	top := b.topOrNone()
 	b.z.AllowCDATA(top != noNode && b.nodes[top].ns != nsHTML)
 	tt := b.z.Next()
+	b.consumed += len(b.z.Raw())
 	t := &b.tok
 	t.typ, t.synthetic, t.attrsRead = tt, false, false
 	t.attrs = t.attrs[:0]
@@ -353,6 +383,7 @@ func (b *builder) attrVal(name string) ([]byte, bool) {
 // ---- nodes -------------------------------------------------------------
 
 func (b *builder) alloc() nodeID {
+	b.work += allocWork
 	var id nodeID
 	if n := len(b.free); n > 0 {
 		id = b.free[n-1]
@@ -609,12 +640,14 @@ func (b *builder) shouldFosterParent() bool {
 func (b *builder) fosterPlace() (parent, ref nodeID) {
 	i := len(b.oe) - 1
 	for ; i >= 0; i-- {
+		b.work++
 		if b.nodes[b.oe[i]].atom == a.Table {
 			break
 		}
 	}
 	j := len(b.oe) - 1
 	for ; j >= 0; j-- {
+		b.work++
 		if b.nodes[b.oe[j]].atom == a.Template {
 			break
 		}
@@ -689,8 +722,63 @@ func (b *builder) push(id nodeID) {
 	b.countAT(id, 1)
 }
 
+// countedSlot numbers the elements whose count on the stack of open
+// elements is kept (HTML namespace), so that a scope check for elements
+// none of which is open costs nothing; -1 for the others.
+func countedSlot(at a.Atom) int {
+	switch at {
+	case a.P:
+		return 0
+	case a.Li:
+		return 1
+	case a.Dd:
+		return 2
+	case a.Dt:
+		return 3
+	case a.Button:
+		return 4
+	case a.Select:
+		return 5
+	case a.Ruby:
+		return 6
+	case a.H1, a.H2, a.H3, a.H4, a.H5, a.H6:
+		return 7
+	case a.Form:
+		return 8
+	case a.Nobr:
+		return 9
+	case a.Td, a.Th:
+		return 10
+	case a.Tr:
+		return 11
+	case a.Tbody, a.Thead, a.Tfoot:
+		return 12
+	case a.Caption:
+		return 13
+	case a.Template:
+		return 14
+	case a.Body:
+		return 15
+	case a.Applet, a.Marquee, a.Object:
+		return 16
+	case a.A:
+		return 17
+	}
+	return -1
+}
+
+const countedSlots = 18
+
+// countAT keeps the counts when id joins (d = 1) or leaves (d = -1) the
+// stack of open elements.
 func (b *builder) countAT(id nodeID, d int) {
-	if b.nodes[id].atom == a.Table {
+	n := &b.nodes[id]
+	if n.ns == nsHTML {
+		if k := countedSlot(n.atom); k >= 0 {
+			b.open[k] += int32(d)
+		}
+	}
+	if n.atom == a.Table {
 		b.openTables += d
 		if b.openTables == 0 && b.pending > 0 {
 			b.toSettle = true
@@ -718,6 +806,7 @@ func (b *builder) stackIndex(id nodeID) int {
 		return -1
 	}
 	for i := len(b.oe) - 1; i >= 0; i-- {
+		b.work++
 		if b.oe[i] == id {
 			return i
 		}
@@ -758,7 +847,11 @@ func (b *builder) replaceInStack(i int, clone nodeID) {
 }
 
 func (b *builder) containsTemplate() bool {
+	if !b.mayBeOpen(a.Template) {
+		return false
+	}
 	for _, id := range b.oe {
+		b.work++
 		if b.isHTML(id, a.Template) {
 			return true
 		}
@@ -771,6 +864,7 @@ func (b *builder) afeIndex(id nodeID) int {
 		return -1
 	}
 	for i := len(b.afe) - 1; i >= 0; i-- {
+		b.work++
 		if b.afe[i] == id {
 			return i
 		}
@@ -850,7 +944,11 @@ const (
 )
 
 func (b *builder) indexOfElementInScope(s scope, match ...a.Atom) int {
+	if !b.mayBeOpen(match...) {
+		return -1
+	}
 	for i := len(b.oe) - 1; i >= 0; i-- {
+		b.work++
 		n := &b.nodes[b.oe[i]]
 		if n.ns == nsHTML {
 			for _, t := range match {
@@ -883,6 +981,17 @@ func (b *builder) indexOfElementInScope(s scope, match ...a.Atom) int {
 	return -1
 }
 
+// mayBeOpen reports whether an HTML element with one of the tag names may
+// be on the stack of open elements (false only when none is).
+func (b *builder) mayBeOpen(match ...a.Atom) bool {
+	for _, t := range match {
+		if k := countedSlot(t); k < 0 || b.open[k] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (b *builder) elementInScope(s scope, match ...a.Atom) bool {
 	return b.indexOfElementInScope(s, match...) != -1
 }
@@ -897,6 +1006,7 @@ func (b *builder) popUntil(s scope, match ...a.Atom) bool {
 
 func (b *builder) clearStackToContext(s scope) {
 	for i := len(b.oe) - 1; i >= 0; i-- {
+		b.work++
 		at := b.nodes[b.oe[i]].atom
 		switch s {
 		case tableScope:
@@ -923,6 +1033,7 @@ func (b *builder) clearStackToContext(s scope) {
 func (b *builder) generateImpliedEndTags(except a.Atom) {
 	i := len(b.oe) - 1
 	for ; i >= 0; i-- {
+		b.work++
 		at := b.nodes[b.oe[i]].atom
 		switch at {
 		case a.Dd, a.Dt, a.Li, a.Optgroup, a.Option, a.P, a.Rb, a.Rp, a.Rt, a.Rtc:
@@ -969,6 +1080,7 @@ func (b *builder) addFormattingElement() {
 	tn := b.nodes[top]
 	identical := 0
 	for i := len(b.afe) - 1; i >= 0; i-- {
+		b.work++
 		id := b.afe[i]
 		if id == scopeMarker {
 			break
@@ -996,6 +1108,7 @@ func (b *builder) reconstructActiveFormattingElements() {
 	}
 	i := last
 	for b.afe[i] != scopeMarker && b.nodes[b.afe[i]].flags&fOnStack == 0 {
+		b.work++
 		if i == 0 {
 			i = -1
 			break
@@ -1015,6 +1128,7 @@ func (b *builder) reconstructActiveFormattingElements() {
 
 func (b *builder) resetInsertionMode() {
 	for i := len(b.oe) - 1; i >= 0; i-- {
+		b.work++
 		n := &b.nodes[b.oe[i]]
 		last := i == 0
 		switch n.atom {
@@ -1279,6 +1393,7 @@ func (b *builder) inHeadIM() bool {
 			// x/net/html divergence: with foreign content on the stack it
 			// ignores the rest of the document.
 			for _, id := range b.oe {
+				b.work++
 				if b.nodes[id].ns != nsHTML {
 					b.im = imIgnoreRest
 					return true
@@ -1306,6 +1421,7 @@ func (b *builder) inHeadIM() bool {
 			}
 			b.generateImpliedEndTags(0)
 			for i := len(b.oe) - 1; i >= 0; i-- {
+				b.work++
 				if b.isHTML(b.oe[i], a.Template) {
 					b.popTo(i)
 					break
@@ -1357,6 +1473,7 @@ func (b *builder) afterHeadIM() bool {
 			head := b.head
 			b.oe = append(b.oe, head) // insertOpenElement(p.head)
 			b.nodes[head].flags |= fOnStack
+			b.countAT(head, 1)
 			r := b.inHeadIM()
 			b.removeFromStack(head)
 			return r
@@ -1459,7 +1576,8 @@ func (b *builder) inBodyIM() bool {
 			}
 		case a.Li:
 			b.framesetOK = false
-			for i := len(b.oe) - 1; i >= 0; i-- {
+			for i := len(b.oe) - 1; i >= 0 && b.mayBeOpen(a.Li); i-- {
+				b.work++
 				n := &b.nodes[b.oe[i]]
 				switch n.atom {
 				case a.Li:
@@ -1477,7 +1595,8 @@ func (b *builder) inBodyIM() bool {
 			b.addElement()
 		case a.Dd, a.Dt:
 			b.framesetOK = false
-			for i := len(b.oe) - 1; i >= 0; i-- {
+			for i := len(b.oe) - 1; i >= 0 && b.mayBeOpen(a.Dd, a.Dt); i-- {
+				b.work++
 				n := &b.nodes[b.oe[i]]
 				switch n.atom {
 				case a.Dd, a.Dt:
@@ -1506,6 +1625,7 @@ func (b *builder) inBodyIM() bool {
 			b.framesetOK = false
 		case a.A:
 			for i := len(b.afe) - 1; i >= 0 && b.afe[i] != scopeMarker; i-- {
+				b.work++
 				if id := b.afe[i]; b.nodes[id].atom == a.A {
 					// Keep id allocated across the adoption agency.
 					b.nodes[id].flags |= fPinned
@@ -1753,6 +1873,7 @@ func (b *builder) inBodyEndTagFormatting(tagAtom a.Atom, tagKey uint64) {
 		// Step 6.
 		fe := noNode
 		for j := len(b.afe) - 1; j >= 0; j-- {
+			b.work++
 			if b.afe[j] == scopeMarker {
 				break
 			}
@@ -1778,6 +1899,7 @@ func (b *builder) inBodyEndTagFormatting(tagAtom a.Atom, tagKey uint64) {
 		// Steps 10-11.
 		fb := noNode
 		for _, e := range b.oe[feIndex:] {
+			b.work++
 			if b.nodes[e].flags&fSpecial != 0 {
 				fb = e
 				break
@@ -1804,6 +1926,7 @@ func (b *builder) inBodyEndTagFormatting(tagAtom a.Atom, tagKey uint64) {
 		node := fb
 		x := b.stackIndex(node)
 		for j := 1; ; j++ {
+			b.work++
 			x--
 			node = b.oe[x]
 			if node == fe {
@@ -1869,6 +1992,7 @@ func (b *builder) inBodyEndTagFormatting(tagAtom a.Atom, tagKey uint64) {
 
 func (b *builder) inBodyEndTagOther(tagAtom a.Atom, tagKey uint64) {
 	for i := len(b.oe) - 1; i >= 0; i-- {
+		b.work++
 		n := &b.nodes[b.oe[i]]
 		if n.ns == nsHTML && n.atom == tagAtom && (tagAtom != 0 || n.key == tagKey) {
 			b.popTo(i)
@@ -2423,6 +2547,7 @@ func (b *builder) parseForeignContent() bool {
 		}
 		if brk {
 			for i := len(b.oe) - 1; i >= 0; i-- {
+				b.work++
 				n := &b.nodes[b.oe[i]]
 				if n.ns == nsHTML || n.flags&(fHTMLIP|fMathTextIP) != 0 {
 					b.popTo(i + 1)
@@ -2451,6 +2576,7 @@ func (b *builder) parseForeignContent() bool {
 			return true
 		}
 		for i := len(b.oe) - 1; i >= 0; i-- {
+			b.work++
 			if b.nodes[b.oe[i]].fkey == t.fkey {
 				b.popTo(i)
 				return true

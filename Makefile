@@ -72,13 +72,15 @@ bench: ## Run the benchmarks.
 
 ##@ Run
 
+REAL_NODE ?=
+
 .PHONY: demo
-demo: k8s-bin build ## Run the whole job locally: cluster, manager, sample site, a crawl, a search.
-	hack/demo.sh
+demo: k8s-bin build ## Run the whole job locally: cluster, manager, sample site, a crawl, a search (REAL_NODE=1: in real containers).
+	REAL_NODE=$(REAL_NODE) RN_IMAGE=$(IMG) hack/demo.sh
 
 .PHONY: dev-cluster
-dev-cluster: k8s-bin build ## Start the local cluster in the background (KUBECONFIG=bin/kubeconfig).
-	hack/dev-cluster.sh up
+dev-cluster: k8s-bin build ## Start the local cluster in the background (KUBECONFIG=bin/kubeconfig); REAL_NODE=1: a real kubelet + containerd node (root).
+	REAL_NODE=$(REAL_NODE) RN_IMAGE=$(IMG) hack/dev-cluster.sh up
 
 .PHONY: dev-cluster-down
 dev-cluster-down: ## Stop the local cluster and everything `make demo` started.

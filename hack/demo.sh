@@ -4,12 +4,21 @@
 # website on loopback, applies a CrawlTarget for it, waits until it is
 # Ready, and shows the result and a search. Everything keeps running
 # afterwards; `make dev-cluster-down` stops it.
+#
+# REAL_NODE=1: the crawler Pod runs as a real container of the project's
+# image on a real kubelet + containerd node (hack/realnode.sh, root); the
+# sample site and the results endpoint listen on the node's bridge address,
+# which is all a Pod there can reach.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEV=.dev
 KUBECTL=bin/k8s/kubectl
 export KUBECONFIG=$PWD/bin/kubeconfig
+export RN_DIR=${RN_DIR:-$DEV/realnode}
+REAL_NODE=${REAL_NODE:-}
+[ "$REAL_NODE" = 0 ] && REAL_NODE=""
+IMAGE=${RN_IMAGE:-ghcr.io/lohisoft/crawl-operator:dev}
 INDEX=127.0.0.1:8082
 RESULTS=127.0.0.1:8083
 SITE=127.0.0.1:8090
@@ -42,8 +51,15 @@ wait_port() { # name addr
 	echo "$1 is not listening on $2" >&2; exit 1
 }
 
-step "Starting the local cluster"
-hack/dev-cluster.sh up
+started=$SECONDS
+step "Starting the local cluster${REAL_NODE:+ with a real node}"
+REAL_NODE=$REAL_NODE hack/dev-cluster.sh up
+if [ -n "$REAL_NODE" ]; then
+	# shellcheck disable=SC1091
+	. "$RN_DIR/env"
+	RESULTS=$RN_GW:8083
+	SITE=$RN_GW:8090
+fi
 
 step "Installing the CRDs"
 $KUBECTL apply -f config/crd/bases
@@ -51,6 +67,13 @@ $KUBECTL wait --for=condition=Established --timeout=60s \
 	crd/crawltargets.crawl.lohisoft.com crd/exclusions.crawl.lohisoft.com crd/siteindexes.crawl.lohisoft.com
 
 step "Running the manager (index: SQLite in $DEV/index.db, API on http://$INDEX)"
+if [ -n "$REAL_NODE" ]; then
+	# The image imported into the node's containerd; never pulled.
+	crawler_flags=(--crawler-image="$IMAGE" --crawler-image-pull-policy=Never)
+else
+	# The node agent runs the image's `crawler` command as bin/crawler.
+	crawler_flags=(--crawler-image=crawler)
+fi
 if ! alive manager; then
 	port_free manager $INDEX
 	port_free manager $RESULTS
@@ -63,7 +86,7 @@ if ! alive manager; then
 		--results-url=http://$RESULTS \
 		--index-bind-address=$INDEX \
 		--storage="sqlite://$PWD/$DEV/index.db" \
-		--crawler-image=crawler \
+		"${crawler_flags[@]}" \
 		--crawler-allow-private \
 		--min-crawl-delay=500ms \
 		--require-egress-fcrdns=false \
@@ -81,8 +104,9 @@ fi
 wait_port samplesite $SITE
 
 step "Applying a CrawlTarget with kubectl"
-cat hack/demo/crawltarget.yaml
-$KUBECTL apply -f hack/demo/crawltarget.yaml
+target=$(sed "s|http://127.0.0.1:8090/|http://$SITE/|" hack/demo/crawltarget.yaml)
+echo "$target"
+echo "$target" | $KUBECTL apply -f -
 
 step "Waiting until the CrawlTarget is Ready"
 ready=""
@@ -102,6 +126,10 @@ fi
 step "kubectl get crawltargets,siteindexes"
 $KUBECTL get crawltargets,siteindexes -n default
 
+step "kubectl get nodes,pods -o wide: where the crawler ran"
+$KUBECTL get nodes -o wide
+$KUBECTL get pods -n default -o wide
+
 step "What the bot kept of each page (title, h1, inbound anchors)"
 $KUBECTL get siteindex harbour-bakery -n default \
 	-o jsonpath='{range .status.pages[*]}{.url}{"\n    title: "}{.title}{"\n    h1: "}{.headings.h1}{"\n    inbound anchors: "}{.inboundAnchors}{"\n"}{end}'
@@ -113,6 +141,8 @@ for _ in $(seq 1 20); do
 done
 echo "$out"
 
+pod_logs="crawler Pods in $DEV/cluster/pods/"
+[ -n "$REAL_NODE" ] && pod_logs="crawler Pods: bin/k8s/kubectl logs POD; the real node's in $RN_DIR/logs/"
 cat <<MSG
 
 The cluster, the manager and the sample site keep running. Next:
@@ -121,6 +151,7 @@ The cluster, the manager and the sample site keep running. Next:
   bin/k8s/kubectl annotate crawltarget harbour-bakery crawl.lohisoft.com/requested-at="\$(date -Is)" --overwrite   # crawl again now
   bin/k8s/kubectl apply -f config/samples/crawl_v1alpha1_exclusion.yaml                                             # an Exclusion
   curl 'http://$INDEX/api/v1/search?q=cinnamon'      curl http://$INDEX/bot      curl http://$INDEX/bot/ips.json
-  logs: $DEV/manager.log, $DEV/samplesite.log, crawler Pods in $DEV/cluster/pods/
+  logs: $DEV/manager.log, $DEV/samplesite.log, $pod_logs
   make dev-cluster-down    # stop everything
 MSG
+echo "demo ready in $((SECONDS - started))s"

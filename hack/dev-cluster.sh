@@ -3,20 +3,31 @@
 #   hack/dev-cluster.sh up     start it (no-op when running) and wait until Ready
 #   hack/dev-cluster.sh down   stop it and everything `make demo` started
 # State lives in .dev/: pid files, logs, crawler Pod logs (.dev/cluster/pods).
+#
+# REAL_NODE=1: no stand-in nodes; a real kubelet + containerd node joins
+# instead (hack/realnode.sh, root), and `down` removes it and everything it
+# set up on the machine. DEV_DIR, DEV_KUBECONFIG and DEVCLUSTER_BIN move the
+# state, the kubeconfig and the binary (the end-to-end tests use them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEV=.dev
+DEV=${DEV_DIR:-.dev}
 KUBECTL=bin/k8s/kubectl
-export KUBECONFIG=$PWD/bin/kubeconfig
+DEVCLUSTER=${DEVCLUSTER_BIN:-bin/devcluster}
+export KUBECONFIG=${DEV_KUBECONFIG:-$PWD/bin/kubeconfig}
+export RN_DIR=${RN_DIR:-$DEV/realnode}
+REAL_NODE=${REAL_NODE:-}
+[ "$REAL_NODE" = 0 ] && REAL_NODE=""
 
-# alive NAME: the pid file names a live process that runs bin/NAME (a
+# alive NAME: the pid file names a live process whose program is NAME (a
 # recycled pid after a reboot belongs to someone else).
 alive() {
-	local pid
+	local pid argv0
 	[ -f "$DEV/$1.pid" ] || return 1
 	pid=$(cat "$DEV/$1.pid")
-	kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "bin/$1"
+	kill -0 "$pid" 2>/dev/null || return 1
+	argv0=$(tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | head -n 1)
+	[ "$(basename "$argv0")" = "$1" ]
 }
 
 stop() {
@@ -25,7 +36,8 @@ stop() {
 		local pid
 		pid=$(cat "$DEV/$name.pid")
 		kill -TERM "$pid" 2>/dev/null || true
-		for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+		# The node agent stops its crawler Pods (10 s grace) before it exits.
+		for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
 		kill -KILL "$pid" 2>/dev/null || true
 		echo "stopped $name"
 	fi
@@ -34,26 +46,52 @@ stop() {
 
 up() {
 	mkdir -p "$DEV"
+	local mode=agent
+	[ -n "$REAL_NODE" ] && mode=real-node
 	if alive devcluster; then
-		echo "dev cluster already running (KUBECONFIG=bin/kubeconfig)"
+		if [ "$(cat "$DEV/mode" 2>/dev/null || echo agent)" != "$mode" ]; then
+			echo "dev cluster already running, but not with REAL_NODE=${REAL_NODE:-0}: make dev-cluster-down first" >&2
+			exit 1
+		fi
+		if [ "$mode" = real-node ]; then hack/realnode.sh up; fi
+		echo "dev cluster already running (KUBECONFIG=$KUBECONFIG)"
 		return
 	fi
 	# A manager or sample site from an earlier cluster would talk to a
-	# control plane that is gone.
+	# control plane that is gone; so would a real node.
 	stop manager
 	stop samplesite
-	rm -f bin/kubeconfig
-	nohup bin/devcluster --bin-dir bin/k8s --dir "$DEV/cluster" --kubeconfig-out bin/kubeconfig \
-		--crawler bin/crawler >"$DEV/devcluster.log" 2>&1 &
+	if [ -f "$RN_DIR/env" ] || [ -d "$RN_DIR/before" ]; then hack/realnode.sh down; fi
+	if [ "$mode" = real-node ]; then
+		# Fail now, not after the control plane is up.
+		why=$(hack/realnode.sh preflight 2>&1 | grep -v '^missing ' || true)
+		if [ -n "$why" ]; then echo "cannot add a real node: $why" >&2; exit 1; fi
+	fi
+	rm -f "$KUBECONFIG"
+	echo "$mode" >"$DEV/mode"
+	local fake=true want=2 what="node agent"
+	if [ "$mode" = real-node ]; then fake=false want=1 what="real node: kubelet, containerd"; fi
+	nohup "$DEVCLUSTER" --bin-dir bin/k8s --dir "$DEV/cluster" --kubeconfig-out "$KUBECONFIG" \
+		--crawler bin/crawler --fake-nodes=$fake >"$DEV/devcluster.log" 2>&1 &
 	echo $! >"$DEV/devcluster.pid"
-	printf "starting dev cluster (etcd, kube-apiserver, kube-scheduler, kube-controller-manager, node agent)"
+	printf "starting dev cluster (etcd, kube-apiserver, kube-scheduler, kube-controller-manager, %s)" "$what"
+	local joined=""
 	for _ in $(seq 1 120); do
 		if ! alive devcluster; then
 			echo; echo "dev cluster failed to start; last lines of $DEV/devcluster.log:" >&2
 			tail -n 20 "$DEV/devcluster.log" >&2
 			exit 1
 		fi
-		if [ -f bin/kubeconfig ] && [ "$($KUBECTL get nodes -l crawl.lohisoft.com/egress=true --no-headers 2>/dev/null | grep -c ' Ready')" = 2 ]; then
+		if [ "$mode" = real-node ] && [ -z "$joined" ] && [ -f "$KUBECONFIG" ] && $KUBECTL get --raw /readyz >/dev/null 2>&1; then
+			echo
+			if ! hack/realnode.sh up; then
+				stop devcluster
+				rm -f "$KUBECONFIG" "$DEV/mode"
+				exit 1
+			fi
+			joined=1
+		fi
+		if [ -f "$KUBECONFIG" ] && [ "$($KUBECTL get nodes -l crawl.lohisoft.com/egress=true --no-headers 2>/dev/null | grep -c ' Ready')" = "$want" ]; then
 			echo; $KUBECTL get nodes -o wide
 			echo "dev cluster ready: export KUBECONFIG=$KUBECONFIG"
 			return
@@ -67,8 +105,11 @@ up() {
 down() {
 	stop manager
 	stop samplesite
+	# The real node goes while the control plane still answers, so its Pods
+	# are deleted gracefully; it removes itself even when it does not.
+	if [ -f "$RN_DIR/env" ] || [ -d "$RN_DIR/before" ]; then hack/realnode.sh down; fi
 	stop devcluster
-	rm -f bin/kubeconfig
+	rm -f "$KUBECONFIG" "$DEV/mode"
 }
 
 case "${1:-}" in

@@ -5,7 +5,9 @@
 // It is a test harness; real clusters run real kubelets.
 //
 // It runs in the foreground until SIGINT/SIGTERM; hack/dev-cluster.sh runs
-// it in the background for `make dev-cluster`.
+// it in the background for `make dev-cluster`. With --fake-nodes=false it
+// registers no Nodes and runs no agent: `make dev-cluster REAL_NODE=1` joins
+// a real kubelet instead (hack/realnode.sh).
 package main
 
 import (
@@ -29,19 +31,24 @@ func main() {
 	dir := flag.String("dir", ".dev/cluster", "Directory for component logs and Pod logs.")
 	kubeconfig := flag.String("kubeconfig-out", "bin/kubeconfig", "Where to write the admin kubeconfig.")
 	crawler := flag.String("crawler", "bin/crawler", "Local binary that runs the crawler image's `crawler` command.")
+	fakeNodes := flag.Bool("fake-nodes", true, "Register egress-1 and egress-2 and run the node agent for them.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New())
-	if err := run(*binDir, *dir, *kubeconfig, *crawler); err != nil {
+	if err := run(*binDir, *dir, *kubeconfig, *crawler, *fakeNodes); err != nil {
 		fmt.Fprintln(os.Stderr, "devcluster:", err)
 		os.Exit(1)
 	}
 }
 
-func run(binDir, dir, kubeconfig, crawler string) error {
+func run(binDir, dir, kubeconfig, crawler string, fakeNodes bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
-	c, err := cluster.Start(ctx, cluster.Options{BinDir: abs(binDir), Dir: abs(dir)})
+	opts := cluster.Options{BinDir: abs(binDir), Dir: abs(dir)}
+	if !fakeNodes {
+		opts.Nodes = []cluster.EgressNode{}
+	}
+	c, err := cluster.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -56,6 +63,11 @@ func run(binDir, dir, kubeconfig, crawler string) error {
 	}
 	defer os.Remove(kubeconfig)
 
+	if !fakeNodes {
+		fmt.Printf("dev cluster ready: KUBECONFIG=%s; no nodes yet (a real node joins)\n", kubeconfig)
+		<-ctx.Done()
+		return nil
+	}
 	podLogs := filepath.Join(abs(dir), "pods")
 	if err := os.MkdirAll(podLogs, 0o755); err != nil {
 		return err

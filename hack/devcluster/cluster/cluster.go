@@ -47,7 +47,9 @@ type Options struct {
 	// kube-controller-manager.
 	BinDir string
 	// Dir receives the kubeconfig and the component logs.
-	Dir   string
+	Dir string
+	// Nodes are registered as egress Nodes for the node agent; nil means
+	// DefaultEgressNodes, empty means none (a real node joins instead).
 	Nodes []EgressNode
 }
 
@@ -71,13 +73,18 @@ func Scheme() *runtime.Scheme {
 
 // Start brings the control plane up and registers the egress Nodes.
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
-	if len(opts.Nodes) == 0 {
+	if opts.Nodes == nil {
 		opts.Nodes = DefaultEgressNodes
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
 	c := &Cluster{env: &envtest.Environment{BinaryAssetsDirectory: opts.BinDir}}
+	// A real kubelet (hack/realnode.sh) registers its Hostname first; the
+	// API server must reach it (kubectl logs) by its InternalIP instead, so
+	// that the test node's name is never looked up in the machine's
+	// resolver.
+	c.env.ControlPlane.GetAPIServer().Configure().Set("kubelet-preferred-address-types", "InternalIP")
 	defer func() {
 		if err != nil {
 			c.Stop()

@@ -113,8 +113,9 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 		t.Fatal(err)
 	}
 	if err := (&ExclusionReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("exclusion-controller"),
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("exclusion-controller"),
 	}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

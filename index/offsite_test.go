@@ -93,12 +93,13 @@ func TestOffSiteAnchorsOnlyFromTheFinalResult(t *testing.T) {
 	op, endpoint := wholeManager(t)
 	ns, sfx := newNS(t), suffix()
 	bakery := "bakery-" + sfx + ".example"
+	word := "harbour" + sfx // other tests' SiteIndexes are in this index too
 	var titles []string
 	for i := range 8 {
-		titles = append(titles, fmt.Sprintf("Harbour Bakery %d", i))
+		titles = append(titles, fmt.Sprintf("%s Bakery %d", word, i))
 	}
 	op.site(t, ns, "bakery", bakery, titles...)
-	eventually(t, "bakery indexed", op.searchIs("harbour", bakery))
+	eventually(t, "bakery indexed", op.searchIs(word, bakery))
 
 	ct := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "spammer"}, Spec: crawlv1.CrawlTargetSpec{URL: "https://spam-" + sfx + ".example/"}}
 	if err := k8s.Create(ctx, ct); err != nil {
@@ -115,25 +116,31 @@ func TestOffSiteAnchorsOnlyFromTheFinalResult(t *testing.T) {
 	// link text does not.
 	var links []result.OffSiteLink
 	for i := range 8 {
-		links = append(links, result.OffSiteLink{URL: fmt.Sprintf("https://%s/%d", bakery, i), Anchors: []string{"zqxinjected"}})
+		links = append(links, result.OffSiteLink{URL: fmt.Sprintf("https://%s/%d", bakery, i), Anchors: []string{"zqxinjected" + sfx}})
 	}
 	progress := result.Report{Result: result.Crawl{Pages: testutil.Pages("https://spam-"+sfx+".example", 1), OffSiteLinks: links}}
 	if code, body := testutil.PostReport(t, endpoint, pod, token, progress); code != http.StatusOK {
 		t.Fatalf("progress: %d %s", code, body)
 	}
-	eventually(t, "progress page searchable", op.searchIs("page", "spam-"+sfx+".example"))
-	consistently(t, "progress puts no text on the bakery", 2*time.Second, op.searchIs("zqxinjected"))
+	eventually(t, "progress page indexed", func() error {
+		r, err := op.get("/api/v1/sites/spam-" + sfx + ".example/pages")
+		if err != nil || r.status != http.StatusOK {
+			return fmt.Errorf("pages: %v %d %s", err, r.status, r.body)
+		}
+		return nil
+	})
+	consistently(t, "progress puts no text on the bakery", 2*time.Second, op.searchIs("zqxinjected"+sfx))
 
 	// The final result's links count, at most MaxLinksIntoSite of them.
 	for i := range links {
-		links[i].Anchors = []string{"zqxfinal"}
+		links[i].Anchors = []string{"zqxfinal" + sfx}
 	}
 	final := result.Report{Final: true, Result: result.Crawl{Pages: testutil.Pages("https://spam-"+sfx+".example", 1), OffSiteLinks: links}}
 	if code, body := testutil.PostReport(t, endpoint, pod, token, final); code != http.StatusOK {
 		t.Fatalf("final: %d %s", code, body)
 	}
 	eventually(t, "final link texts on the bakery, capped", func() error {
-		urls, err := searchURLCount(op, "zqxfinal")
+		urls, err := searchURLCount(op, "zqxfinal"+sfx)
 		if err != nil {
 			return err
 		}
@@ -142,7 +149,7 @@ func TestOffSiteAnchorsOnlyFromTheFinalResult(t *testing.T) {
 		}
 		return nil
 	})
-	if err := op.searchIs("zqxinjected")(); err != nil {
+	if err := op.searchIs("zqxinjected" + sfx)(); err != nil {
 		t.Error(err)
 	}
 }

@@ -61,9 +61,10 @@ func startManager(t *testing.T, st store.Store, withExclusions bool) *manager {
 	}
 	if withExclusions {
 		if err := (&controllers.ExclusionReconciler{
-			Client:   mgr.GetClient(),
-			Recorder: mgr.GetEventRecorder("exclusion-controller"),
-			Purger:   s,
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorder("exclusion-controller"),
+			Purger:    s,
 		}).SetupWithManager(mgr); err != nil {
 			t.Fatal(err)
 		}

@@ -11,8 +11,9 @@ import (
 // refused to connect (the crawl document's contract).
 const refusedPrefix = "refused: "
 
-// maxRefusedLength caps SiteIndexStatus.Refused (its CRD maxLength).
-const maxRefusedLength = 256
+// maxRefusedLength caps SiteIndexStatus.Refused (its CRD maxLength): a skip
+// reason's own limit.
+const maxRefusedLength = result.MaxReasonLength
 
 // refusal returns why a final crawl refused the site's own address, or "".
 // Only the address rules count (fetch.IsPermanent: IPv6 only, no A record,

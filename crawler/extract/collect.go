@@ -25,6 +25,7 @@ package extract
 // is settled: its text is cleaned into the slot and its kept text dropped.
 
 import (
+	"unicode"
 	"unicode/utf8"
 
 	a "golang.org/x/net/html/atom"
@@ -165,6 +166,9 @@ func (b *builder) moved() { b.epoch++ }
 // the collectors (and keeps the alt text of images in links).
 func (b *builder) attached(id nodeID) {
 	n := &b.nodes[id]
+	if n.flags&fCollectable == 0 {
+		return
+	}
 	var kind uint8
 	switch {
 	case n.ns == nsHTML && n.atom == a.H1:
@@ -319,7 +323,7 @@ func (b *builder) keepAlt(id nodeID) {
 	if need <= 0 {
 		return
 	}
-	alt, ok := b.attrVal("alt")
+	alt, ok := b.rawAttr("alt")
 	if !ok {
 		return
 	}
@@ -392,10 +396,19 @@ func (b *builder) release(id nodeID) {
 		return
 	}
 	if n.flags&fInTree != 0 {
-		if n.flags&fSkip != 0 && n.first != noNode {
+		switch {
+		case n.first == noNode && n.flags&fSkip == 0:
+			// Nothing to move.
+			p := n.parent
+			b.detach(id)
+			if p != noNode && b.nodes[p].first == noNode && b.nodes[p].flags&fSkip != 0 {
+				b.release(p)
+			}
+		case n.flags&fSkip != 0 && n.first != noNode:
 			return
+		default:
+			b.unwrap(id)
 		}
-		b.unwrap(id)
 	}
 	if n := &b.nodes[id]; n.flags&(fInAFE|fPinned|fInTree|fNew) == 0 {
 		b.freeNode(id)
@@ -573,6 +586,13 @@ func (b *builder) settleOne(ci int32) {
 // collectorText is the cleaned text inside id: its text nodes in tree
 // order, or for a link without any, the alt texts of its images.
 func (b *builder) collectorText(id nodeID, link bool) string {
+	// Usually the element holds one text node: its text is pre-cleaned
+	// (no dropped characters, single spaces), so trimming and capping it
+	// gives what the cleaner would.
+	if f := b.nodes[id].first; f != noNode && f == b.nodes[id].last && b.nodes[f].kind == kindText {
+		n := &b.nodes[f]
+		return string(capClean(b.arena[n.off : n.off+n.n]))
+	}
 	b.cl.reset()
 	b.walkText(id, kindText, false)
 	if link && len(b.cl.buf) == 0 {
@@ -607,6 +627,24 @@ func (b *builder) walkText(root nodeID, kind uint8, sep bool) {
 }
 
 var space = []byte{' '}
+
+// capClean is CleanText for pre-cleaned text.
+func capClean(t []byte) []byte {
+	for len(t) > 0 && t[0] == ' ' {
+		t = t[1:]
+	}
+	if len(t) > MaxTextLen {
+		cut := MaxTextLen
+		for cut > 0 && !utf8.RuneStart(t[cut]) {
+			cut--
+		}
+		t = t[:cut]
+	}
+	for len(t) > 0 && t[len(t)-1] == ' ' {
+		t = t[:len(t)-1]
+	}
+	return t
+}
 
 // removeBody handles <frameset> in body: the body element and all it
 // holds leave the document, so its headings and links do too.
@@ -683,9 +721,22 @@ func precleanAppend(dst, s []byte, need int, space bool) ([]byte, int) {
 	nonSpace := 0
 	for i := 0; i < len(s) && nonSpace < need; {
 		r, size := rune(s[i]), 1
-		if r >= utf8.RuneSelf {
-			r, size = utf8.DecodeRune(s[i:])
+		if r < utf8.RuneSelf {
+			i++
+			switch asciiClass[r] {
+			case rKeep:
+				dst = append(dst, byte(r))
+				nonSpace++
+				space = false
+			case rSpace:
+				if !space {
+					dst = append(dst, ' ')
+					space = true
+				}
+			}
+			continue
 		}
+		r, size = utf8.DecodeRune(s[i:])
 		i += size
 		switch runeClass(r) {
 		case rDrop:
@@ -704,6 +755,34 @@ func precleanAppend(dst, s []byte, need int, space bool) ([]byte, int) {
 	return dst, nonSpace
 }
 
+// hasTokenBytes reports whether the whitespace-separated list holds tok
+// (ASCII case-insensitive), as hasToken does, without a copy.
 func hasTokenBytes(list []byte, tok string) bool {
-	return hasToken(string(list), tok)
+	for len(list) > 0 {
+		i := 0
+		for i < len(list) && !isSpaceByteOrUnicode(list, i) {
+			i++
+		}
+		if i == len(tok) && equalFoldASCII(list[:i], tok) {
+			return true
+		}
+		if i == len(list) {
+			break
+		}
+		_, size := utf8.DecodeRune(list[i:])
+		list = list[i+size:]
+	}
+	return false
 }
+
+// isSpaceByteOrUnicode reports whether a Unicode space (as strings.Fields
+// sees it) starts at b[i].
+func isSpaceByteOrUnicode(b []byte, i int) bool {
+	if c := b[i]; c < utf8.RuneSelf {
+		return asciiSpace[c]
+	}
+	r, _ := utf8.DecodeRune(b[i:])
+	return unicode.IsSpace(r)
+}
+
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}

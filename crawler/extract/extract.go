@@ -129,6 +129,18 @@ func extract(rd io.Reader, token string) (p *Page, err error) {
 			}
 		}
 		if !b.stopped {
+			if b.tok.typ == html.TextToken {
+				if b.ignorableText() {
+					continue
+				}
+				if b.collectableText() {
+					if debugCheck != nil {
+						debugCheck(b)
+					}
+					continue
+				}
+				b.decodeText()
+			}
 			b.parseCurrentToken()
 			if b.toSettle {
 				b.settle(false)
@@ -248,6 +260,11 @@ func (c *cleaner) reset() { c.buf, c.space, c.full = c.buf[:0], false, false }
 func (c *cleaner) write(s []byte) {
 	for i := 0; i < len(s) && !c.full; {
 		r, size := rune(s[i]), 1
+		if r < utf8.RuneSelf && asciiClass[r] == rKeep && !c.space && len(c.buf) < MaxTextLen {
+			c.buf = append(c.buf, s[i])
+			i++
+			continue
+		}
 		if r >= utf8.RuneSelf {
 			r, size = utf8.DecodeRune(s[i:])
 		}
@@ -255,6 +272,14 @@ func (c *cleaner) write(s []byte) {
 		c.add(r, size)
 	}
 }
+
+// asciiClass is runeClass for ASCII.
+var asciiClass = func() (t [utf8.RuneSelf]uint8) {
+	for r := range t {
+		t[r] = uint8(runeClass(rune(r)))
+	}
+	return t
+}()
 
 func (c *cleaner) writeString(s string) {
 	for i := 0; i < len(s) && !c.full; {
@@ -275,17 +300,18 @@ func (c *cleaner) add(r rune, size int) {
 		c.space = len(c.buf) > 0
 		return
 	}
+	sp := 0
 	if c.space {
-		if len(c.buf)+1 > MaxTextLen {
-			c.full = true
-			return
-		}
-		c.buf = append(c.buf, ' ')
-		c.space = false
+		sp = 1
 	}
-	if len(c.buf)+size > MaxTextLen {
+	// A space goes in only with the character after it.
+	if len(c.buf)+sp+size > MaxTextLen {
 		c.full = true
 		return
+	}
+	if c.space {
+		c.buf = append(c.buf, ' ')
+		c.space = false
 	}
 	c.buf = utf8.AppendRune(c.buf, r)
 }

@@ -269,3 +269,18 @@ func TestDirectivesAsOwnersWriteThem(t *testing.T) {
 		}
 	}
 }
+
+// At the cap, a space is kept only with the character after it: the
+// result never ends with a space.
+func TestCleanTextCapNeverEndsWithSpace(t *testing.T) {
+	for _, in := range []string{
+		strings.Repeat("a", MaxTextLen-1) + " b",
+		strings.Repeat("a", MaxTextLen-1) + "  \t ž",
+		strings.Repeat("ab ", MaxTextLen),
+	} {
+		s := CleanText(in)
+		if strings.TrimSpace(s) != s || len(s) > MaxTextLen {
+			t.Errorf("CleanText(%q…) = …%q (%d bytes)", in[:8], s[max(0, len(s)-8):], len(s))
+		}
+	}
+}

@@ -18,6 +18,7 @@ package extract
 // by line; comments say where the port differs and why.
 
 import (
+	"bytes"
 	"hash/maphash"
 	"unicode"
 	"unicode/utf8"
@@ -86,8 +87,10 @@ const (
 	fSkip      // its content is not page text (script, style, template…)
 	fHTMLIP    // HTML integration point
 	fMathTextIP
-	fNew  // created, never attached yet
-	fFree // in the free list
+	fNew         // created, never attached yet
+	fFree        // in the free list
+	fFormatting  // a formatting element (HTML)
+	fCollectable // h1, h2, h3, a, title or img (HTML), a (SVG): see attached
 )
 
 type node struct {
@@ -102,6 +105,7 @@ type node struct {
 	last      nodeID
 	prev      nodeID
 	next      nodeID
+	slot      int8  // countedSlot for HTML elements, else -1
 	coll      int32 // collector index, -1 if none
 	link      int32 // index in links for an <a href>, -1 if none
 	anc       int32 // cached nearest collector ancestor-or-self (see ancOf)
@@ -161,6 +165,19 @@ func (t *token) setName(raw []byte) {
 	i := 1
 	if len(raw) > 1 && raw[1] == '/' {
 		i = 2
+	}
+	// Most names are lower-case letters and digits: use them in place.
+	if j := i; j < len(raw) {
+		for ; j < len(raw) && ('a' <= raw[j] && raw[j] <= 'z' || '0' <= raw[j] && raw[j] <= '9'); j++ {
+		}
+		if j < len(raw) && j-i <= len(t.nameBuf) {
+			if c := raw[j]; c == ' ' || c == '>' || c == '/' || c == '\t' || c == '\n' || c == '\r' || c == '\f' {
+				t.name = raw[i:j]
+				t.atom = a.Lookup(t.name)
+				t.key, t.fkey = nameKeys(t.atom, t.name, true)
+				return
+			}
+		}
 	}
 	n, long, ascii := 0, false, true
 	start := i
@@ -339,7 +356,9 @@ func (b *builder) next() html.TokenType {
 	t.text = nil
 	b.hasSelfClosing = false
 	switch tt {
-	case html.TextToken, html.DoctypeToken:
+	case html.TextToken:
+		// Decoded by decodeText when the algorithm needs it.
+	case html.DoctypeToken:
 		t.text = b.z.Text()
 	case html.StartTagToken, html.EndTagToken:
 		t.setName(b.z.Raw())
@@ -349,6 +368,39 @@ func (b *builder) next() html.TokenType {
 		b.hasSelfClosing = true
 	}
 	return tt
+}
+
+// decodeText reads the current text token's text. Text unescapes and
+// converts newlines byte by byte; most text has nothing to convert, and
+// then its raw bytes are its text.
+func (b *builder) decodeText() {
+	if raw := b.z.Raw(); bytes.IndexByte(raw, '&') < 0 && bytes.IndexByte(raw, '\r') < 0 && bytes.IndexByte(raw, 0) < 0 {
+		b.tok.text = raw
+	} else {
+		b.tok.text = b.z.Text()
+	}
+}
+
+// ignorableText reports whether the current text token can change nothing
+// the extractor keeps, so that the algorithm can skip it: in body, with an
+// HTML current node that is not pre or listing (whose first newline is
+// special), no formatting element to reconstruct, frameset-ok already off,
+// and no title, heading or link around the current node. The algorithm
+// would then only append the text to the current node.
+func (b *builder) ignorableText() bool {
+	if b.im != imInBody || b.framesetOK || len(b.oe) == 0 {
+		return false
+	}
+	top := b.oe[len(b.oe)-1]
+	if n := &b.nodes[top]; n.ns != nsHTML || n.atom == a.Pre || n.atom == a.Listing {
+		return false
+	}
+	if k := len(b.afe); k > 0 {
+		if last := b.afe[k-1]; last != scopeMarker && b.nodes[last].flags&fOnStack == 0 {
+			return false
+		}
+	}
+	return b.ancOf(top) < 0
 }
 
 // readAttrs reads the current tag's attributes once.
@@ -368,6 +420,104 @@ func (b *builder) readAttrs() []attr {
 		}
 	}
 	return t.attrs
+}
+
+// rawAttr returns the value of the current start tag's attribute name (a
+// lower-case ASCII name) as Tokenizer.TagAttr would, without copying: when
+// the tag has no character reference, carriage return or NUL, the value is
+// its raw bytes. It follows the tokenizer's attribute grammar (readTag);
+// the first of repeated names wins. Otherwise it falls back to attrVal.
+func (b *builder) rawAttr(name string) ([]byte, bool) {
+	t := &b.tok
+	raw := b.z.Raw()
+	if t.synthetic || t.attrsRead || bytes.IndexByte(raw, '&') >= 0 || bytes.IndexByte(raw, '\r') >= 0 || bytes.IndexByte(raw, 0) >= 0 {
+		return b.attrVal(name)
+	}
+	i := 1
+	for i < len(raw) && !isWS(raw[i]) && raw[i] != '/' && raw[i] != '>' {
+		i++
+	}
+	for {
+		for i < len(raw) && isWS(raw[i]) {
+			i++
+		}
+		if i >= len(raw) || raw[i] == '>' {
+			return nil, false
+		}
+		// readTagAttrKey
+		ks := i
+		for ; i < len(raw); i++ {
+			c := raw[i]
+			if c == '=' && i == ks {
+				continue
+			}
+			if c == '=' || isWS(c) || c == '/' || c == '>' {
+				break
+			}
+		}
+		key := raw[ks:i]
+		// readTagAttrVal
+		var val []byte
+		for i < len(raw) && isWS(raw[i]) {
+			i++
+		}
+		if i < len(raw) {
+			switch c := raw[i]; c {
+			case '/':
+				i++
+			case '=':
+				i++
+				for i < len(raw) && isWS(raw[i]) {
+					i++
+				}
+				if i < len(raw) {
+					switch q := raw[i]; q {
+					case '>':
+					case '\'', '"':
+						i++
+						vs := i
+						for i < len(raw) && raw[i] != q {
+							i++
+						}
+						val = raw[vs:i]
+						if i < len(raw) {
+							i++
+						}
+					default:
+						vs := i
+						i++
+						for i < len(raw) && !isWS(raw[i]) && raw[i] != '>' {
+							i++
+						}
+						val = raw[vs:i]
+						if i < len(raw) && raw[i] != '>' {
+							i++
+						}
+					}
+				}
+			}
+		}
+		if keyIs(key, name) {
+			return val, true
+		}
+	}
+}
+
+// keyIs reports whether an attribute key, lower-cased as the tokenizer
+// does (ASCII only), is name.
+func keyIs(key []byte, name string) bool {
+	if len(key) != len(name) {
+		return false
+	}
+	for i, c := range key {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // attrVal returns the value of the current tag's attribute name.
@@ -392,7 +542,7 @@ func (b *builder) alloc() nodeID {
 		b.nodes = append(b.nodes, node{})
 		id = nodeID(len(b.nodes) - 1)
 	}
-	b.nodes[id] = node{parent: noNode, first: noNode, last: noNode, prev: noNode, next: noNode, coll: -1, link: -1}
+	b.nodes[id] = node{parent: noNode, first: noNode, last: noNode, prev: noNode, next: noNode, coll: -1, link: -1, slot: -1}
 	return id
 }
 
@@ -402,7 +552,16 @@ func (b *builder) newElement(ns uint8) nodeID {
 	n := &b.nodes[id]
 	t := &b.tok
 	n.kind, n.ns, n.atom, n.key, n.fkey = kindElem, ns, t.atom, t.key, t.fkey
-	n.flags = fNew | elementFlags(ns, t.atom)
+	if ns == nsHTML {
+		info := htmlInfo(t.atom)
+		n.flags = fNew | info.flags
+		n.slot = info.slot
+		if info.flags&fFormatting == 0 {
+			return id // nothing below applies
+		}
+	} else {
+		n.flags = fNew | elementFlags(ns, t.atom)
+	}
 	switch {
 	case ns == nsMath && t.atom == a.AnnotationXml:
 		for _, at := range b.readAttrs() {
@@ -411,15 +570,80 @@ func (b *builder) newElement(ns uint8) nodeID {
 			}
 		}
 	case t.atom == a.A && ns != nsMath:
-		if href, ok := b.attrVal("href"); ok {
-			rel, _ := b.attrVal("rel")
+		if href, ok := b.rawAttr("href"); ok {
+			rel, _ := b.rawAttr("rel")
 			n.link = b.addLinkInfo(href, rel)
 		}
 	}
-	if ns == nsHTML && isFormatting(t.atom) {
+	// Noah's Ark compares attributes of formatting elements. Not of <a>:
+	// the <a> start tag first removes any <a> after the last marker, so
+	// there is never more than one to compare.
+	if ns == nsHTML && t.atom != a.A {
 		n.attrHash, n.nattr = b.attrsHash()
 	}
 	return id
+}
+
+// elemInfo is what the algorithm needs to know of an HTML element's name.
+type elemInfo struct {
+	flags uint32 // fSpecial, fScopeStop, fSkip, fFormatting, fCollectable
+	slot  int8   // countedSlot
+}
+
+// htmlInfoTable holds elemInfo for every HTML element name that has any,
+// by open addressing on the atom; other names have none.
+var htmlInfoTable = func() (t [1024]struct {
+	at   a.Atom
+	info elemInfo
+}) {
+	var names []a.Atom
+	for _, at := range []a.Atom{
+		a.Address, a.Applet, a.Area, a.Article, a.Aside, a.Base, a.Basefont, a.Bgsound,
+		a.Blockquote, a.Body, a.Br, a.Button, a.Caption, a.Center, a.Col, a.Colgroup, a.Dd,
+		a.Details, a.Dir, a.Div, a.Dl, a.Dt, a.Embed, a.Fieldset, a.Figcaption, a.Figure,
+		a.Footer, a.Form, a.Frame, a.Frameset, a.H1, a.H2, a.H3, a.H4, a.H5, a.H6, a.Head,
+		a.Header, a.Hgroup, a.Hr, a.Html, a.Iframe, a.Img, a.Input, a.Keygen, a.Li, a.Link,
+		a.Listing, a.Main, a.Marquee, a.Menu, a.Meta, a.Nav, a.Noembed, a.Noframes, a.Noscript,
+		a.Object, a.Ol, a.P, a.Param, a.Plaintext, a.Pre, a.Script, a.Section, a.Select,
+		a.Source, a.Style, a.Summary, a.Table, a.Tbody, a.Td, a.Template, a.Textarea, a.Tfoot,
+		a.Th, a.Thead, a.Title, a.Tr, a.Track, a.Ul, a.Wbr, a.Xmp,
+		a.A, a.B, a.Big, a.Code, a.Em, a.Font, a.I, a.Nobr, a.S, a.Small, a.Strike, a.Strong, a.Tt, a.U,
+		a.Ruby,
+	} {
+		names = append(names, at)
+	}
+	for _, at := range names {
+		info := elemInfo{flags: elementFlags(nsHTML, at), slot: int8(countedSlot(at))}
+		if isFormatting(at) {
+			info.flags |= fFormatting
+		}
+		switch at {
+		case a.H1, a.H2, a.H3, a.A, a.Title, a.Img:
+			info.flags |= fCollectable
+		}
+		i := atomHash(at)
+		for t[i].at != 0 {
+			i = (i + 1) & (len(t) - 1)
+		}
+		t[i].at, t[i].info = at, info
+	}
+	return t
+}()
+
+func atomHash(at a.Atom) int { return int(uint32(at)*2654435761>>22) & 1023 }
+
+func htmlInfo(at a.Atom) elemInfo {
+	if at == 0 {
+		return elemInfo{slot: -1}
+	}
+	for i := atomHash(at); ; i = (i + 1) & 1023 {
+		switch htmlInfoTable[i].at {
+		case at:
+			return htmlInfoTable[i].info
+		case 0:
+			return elemInfo{slot: -1}
+		}
+	}
 }
 
 func equalFoldASCII(b []byte, s string) bool {
@@ -530,6 +754,8 @@ func elementFlags(ns uint8, at a.Atom) uint32 {
 			f |= fSpecial | fScopeStop | fHTMLIP
 		case a.Script, a.Style:
 			f |= fSkip
+		case a.A:
+			f |= fCollectable // an SVG link
 		}
 	}
 	return f
@@ -773,10 +999,8 @@ const countedSlots = 18
 // stack of open elements.
 func (b *builder) countAT(id nodeID, d int) {
 	n := &b.nodes[id]
-	if n.ns == nsHTML {
-		if k := countedSlot(n.atom); k >= 0 {
-			b.open[k] += int32(d)
-		}
+	if n.slot >= 0 {
+		b.open[n.slot] += int32(d)
 	}
 	if n.atom == a.Table {
 		b.openTables += d
@@ -923,8 +1147,8 @@ func (b *builder) clone(id nodeID) nodeID {
 	c := b.alloc()
 	src := b.nodes[id]
 	n := &b.nodes[c]
-	n.kind, n.ns, n.atom, n.key, n.fkey = src.kind, src.ns, src.atom, src.key, src.fkey
-	n.flags = fNew | src.flags&(fSpecial|fScopeStop|fSkip|fHTMLIP|fMathTextIP)
+	n.kind, n.ns, n.atom, n.key, n.fkey, n.slot = src.kind, src.ns, src.atom, src.key, src.fkey, src.slot
+	n.flags = fNew | src.flags&(fSpecial|fScopeStop|fSkip|fHTMLIP|fMathTextIP|fFormatting)
 	// A clone of an <a> is not a link: it gets no link info.
 	n.attrHash, n.nattr = src.attrHash, src.nattr
 	return c
@@ -1256,8 +1480,11 @@ func allWS(d []byte) bool { return len(trimLeftWS(d)) == 0 }
 
 // removeNUL drops NUL bytes in place.
 func removeNUL(d []byte) []byte {
-	j := 0
-	for _, c := range d {
+	j := bytes.IndexByte(d, 0)
+	if j < 0 {
+		return d
+	}
+	for _, c := range d[j:] {
 		if c != 0 {
 			d[j] = c
 			j++
@@ -1768,6 +1995,10 @@ func (b *builder) inBodyIM() bool {
 			b.addElement()
 		}
 	case html.EndTagToken:
+		if b.endTagPopsTop() {
+			b.pop()
+			return true
+		}
 		switch t.atom {
 		case a.Body:
 			if b.elementInScope(defaultScope, a.Body) {
@@ -1841,6 +2072,63 @@ func (b *builder) inBodyIM() bool {
 	return true
 }
 
+// endTagPopsTop reports whether the current end tag, in body, only pops
+// the current node: it names the current node (an HTML element) and its
+// rule is one of "pop up to that element" without side effects (not body,
+// html, form, br, template, applet, marquee, object, nor the formatting
+// elements, which have their own fast path). For a heading end tag any
+// heading on top does.
+func (b *builder) endTagPopsTop() bool {
+	top := b.topOrNone()
+	if top == noNode {
+		return false
+	}
+	n, at := &b.nodes[top], b.tok.atom
+	if n.ns != nsHTML || at == 0 {
+		return false
+	}
+	switch at {
+	case a.Address, a.Article, a.Aside, a.Blockquote, a.Button, a.Center, a.Details, a.Dialog, a.Dir, a.Div, a.Dl, a.Fieldset, a.Figcaption, a.Figure, a.Footer, a.Header, a.Hgroup, a.Listing, a.Main, a.Menu, a.Nav, a.Ol, a.Pre, a.Search, a.Section, a.Select, a.Summary, a.Ul,
+		a.P, a.Li, a.Dd, a.Dt:
+		return n.atom == at
+	case a.H1, a.H2, a.H3, a.H4, a.H5, a.H6:
+		switch n.atom {
+		case a.H1, a.H2, a.H3, a.H4, a.H5, a.H6:
+			return true
+		}
+		return false
+	case a.Body, a.Html, a.Form, a.Br, a.Template, a.Applet, a.Marquee, a.Object,
+		a.A, a.B, a.Big, a.Code, a.Em, a.Font, a.I, a.Nobr, a.S, a.Small, a.Strike, a.Strong, a.Tt, a.U:
+		return false
+	}
+	// Any other end tag: the current node has the name.
+	return n.atom == at
+}
+
+// collectableText handles a text token inside a title, heading or link in
+// the common state (see ignorableText): the algorithm only appends it to the
+// current node. It reports whether it did.
+func (b *builder) collectableText() bool {
+	if b.im != imInBody || b.framesetOK || len(b.oe) == 0 {
+		return false
+	}
+	top := b.oe[len(b.oe)-1]
+	if n := &b.nodes[top]; n.ns != nsHTML || n.atom == a.Pre || n.atom == a.Listing {
+		return false
+	}
+	if k := len(b.afe); k > 0 {
+		if last := b.afe[k-1]; last != scopeMarker && b.nodes[last].flags&fOnStack == 0 {
+			return false
+		}
+	}
+	b.decodeText()
+	if d := removeNUL(b.tok.text); len(d) > 0 {
+		b.nodes[top].flags |= fHasChild
+		b.collectText(top, noNode, d)
+	}
+	return true
+}
+
 // setForm sets the form element pointer, keeping the element allocated
 // while the pointer names it (it is compared by identity).
 func (b *builder) setForm(id nodeID) {
@@ -1863,6 +2151,16 @@ func (b *builder) unpin(id nodeID) {
 
 // inBodyEndTagFormatting is the adoption agency algorithm.
 func (b *builder) inBodyEndTagFormatting(tagAtom a.Atom, tagKey uint64) {
+	// The common case, <b>text</b>: the element is the current node and the
+	// last active formatting element. The algorithm finds it, in scope,
+	// with no furthest block, and pops it.
+	if k, top := len(b.afe), b.topOrNone(); k > 0 && top != noNode && b.afe[k-1] == top {
+		if n := &b.nodes[top]; n.ns == nsHTML && n.atom == tagAtom && tagAtom != 0 {
+			b.pop()
+			b.afeRemoveAt(k - 1)
+			return
+		}
+	}
 	// Steps 1-2.
 	if cur := b.topOrNone(); cur != noNode && b.nodes[cur].key == tagKey && b.nodes[cur].flags&fInAFE == 0 {
 		b.pop()

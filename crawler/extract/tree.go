@@ -151,8 +151,12 @@ type token struct {
 	synthetic bool   // an implied token: no attributes
 	attrsRead bool
 	attrs     []attr
-	text      []byte
-	nameBuf   [32]byte
+	// rawAttr's single scan of the raw tag.
+	rawScanned, rawOK bool
+	rawHas            [3]bool
+	rawVals           [3][]byte
+	text              []byte
+	nameBuf           [32]byte
 }
 
 var nameSeed = maphash.MakeSeed()
@@ -351,7 +355,7 @@ func (b *builder) next() html.TokenType {
 	tt := b.z.Next()
 	b.consumed += len(b.z.Raw())
 	t := &b.tok
-	t.typ, t.synthetic, t.attrsRead = tt, false, false
+	t.typ, t.synthetic, t.attrsRead, t.rawScanned = tt, false, false, false
 	t.attrs = t.attrs[:0]
 	t.text = nil
 	b.hasSelfClosing = false
@@ -429,9 +433,35 @@ func (b *builder) readAttrs() []attr {
 // the first of repeated names wins. Otherwise it falls back to attrVal.
 func (b *builder) rawAttr(name string) ([]byte, bool) {
 	t := &b.tok
-	raw := b.z.Raw()
-	if t.synthetic || t.attrsRead || bytes.IndexByte(raw, '&') >= 0 || bytes.IndexByte(raw, '\r') >= 0 || bytes.IndexByte(raw, 0) >= 0 {
+	if !t.rawScanned {
+		t.rawScanned = true
+		t.rawOK = !t.synthetic && !t.attrsRead && b.scanRawAttrs()
+	}
+	if !t.rawOK {
 		return b.attrVal(name)
+	}
+	for i := range t.rawVals {
+		if rawAttrNames[i] == name {
+			if !t.rawHas[i] {
+				return nil, false
+			}
+			return t.rawVals[i], true
+		}
+	}
+	return b.attrVal(name)
+}
+
+// rawAttrNames are the attributes rawAttr reads.
+var rawAttrNames = [3]string{"href", "rel", "alt"}
+
+// scanRawAttrs reads rawAttrNames from the raw tag into b.tok, or reports
+// false when the raw bytes are not the values.
+func (b *builder) scanRawAttrs() bool {
+	t := &b.tok
+	t.rawHas = [3]bool{}
+	raw := b.z.Raw()
+	if bytes.IndexByte(raw, '&') >= 0 || bytes.IndexByte(raw, '\r') >= 0 || bytes.IndexByte(raw, 0) >= 0 {
+		return false
 	}
 	i := 1
 	for i < len(raw) && !isWS(raw[i]) && raw[i] != '/' && raw[i] != '>' {
@@ -442,7 +472,7 @@ func (b *builder) rawAttr(name string) ([]byte, bool) {
 			i++
 		}
 		if i >= len(raw) || raw[i] == '>' {
-			return nil, false
+			return true
 		}
 		// readTagAttrKey
 		ks := i
@@ -497,8 +527,10 @@ func (b *builder) rawAttr(name string) ([]byte, bool) {
 				}
 			}
 		}
-		if keyIs(key, name) {
-			return val, true
+		for k, name := range rawAttrNames {
+			if !t.rawHas[k] && keyIs(key, name) {
+				t.rawVals[k], t.rawHas[k] = val, true
+			}
 		}
 	}
 }

@@ -57,7 +57,7 @@ k8s-bin: ## Build etcd, kube-apiserver, kubectl, kube-scheduler, kube-controller
 
 .PHONY: test
 test: k8s-bin manifests generate vet build ## Run every test: unit, envtest and end-to-end, then each fuzz target briefly.
-	go test $(GO_TEST_FLAGS) ./...
+	go test -timeout 30m $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh 3s
 
 FUZZTIME ?= 2m

@@ -6,14 +6,17 @@
 #
 # REAL_NODE=1: no stand-in nodes; a real kubelet + containerd node joins
 # instead (hack/realnode.sh, root), and `down` removes it and everything it
-# set up on the machine. DEV_DIR, DEV_KUBECONFIG and DEVCLUSTER_BIN move the
-# state, the kubeconfig and the binary (the end-to-end tests use them).
+# set up on the machine. DEV_DIR, DEV_KUBECONFIG, K8S_BIN, DEVCLUSTER_BIN and
+# CRAWLER_BIN move the state, the kubeconfig and the binaries (the
+# end-to-end tests use them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEV=${DEV_DIR:-.dev}
-KUBECTL=bin/k8s/kubectl
+export K8S_BIN=${K8S_BIN:-bin/k8s}
+KUBECTL=$K8S_BIN/kubectl
 DEVCLUSTER=${DEVCLUSTER_BIN:-bin/devcluster}
+CRAWLER=${CRAWLER_BIN:-bin/crawler}
 export KUBECONFIG=${DEV_KUBECONFIG:-$PWD/bin/kubeconfig}
 export RN_DIR=${RN_DIR:-$DEV/realnode}
 REAL_NODE=${REAL_NODE:-}
@@ -71,8 +74,8 @@ up() {
 	echo "$mode" >"$DEV/mode"
 	local fake=true want=2 what="node agent"
 	if [ "$mode" = real-node ]; then fake=false want=1 what="real node: kubelet, containerd"; fi
-	nohup "$DEVCLUSTER" --bin-dir bin/k8s --dir "$DEV/cluster" --kubeconfig-out "$KUBECONFIG" \
-		--crawler bin/crawler --fake-nodes=$fake >"$DEV/devcluster.log" 2>&1 &
+	nohup "$DEVCLUSTER" --bin-dir "$K8S_BIN" --dir "$DEV/cluster" --kubeconfig-out "$KUBECONFIG" \
+		--crawler "$CRAWLER" --fake-nodes=$fake >"$DEV/devcluster.log" 2>&1 &
 	echo $! >"$DEV/devcluster.pid"
 	printf "starting dev cluster (etcd, kube-apiserver, kube-scheduler, kube-controller-manager, %s)" "$what"
 	local joined=""

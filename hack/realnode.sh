@@ -149,6 +149,10 @@ alive() {
 	kill -0 "$pid" 2>/dev/null && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q "$1"
 }
 
+# running NAME: the process of $R/NAME.pid exists (just started, it may not
+# have exec'd NAME yet).
+running() { kill -0 "$(cat "$R/$1.pid" 2>/dev/null)" 2>/dev/null; }
+
 stop_proc() { # name seconds
 	alive "$1" || { rm -f "$R/$1.pid"; return 0; }
 	local pid
@@ -163,9 +167,14 @@ stop_proc() { # name seconds
 # our_shims: containerd shims serving our containerd (their command line
 # names our socket).
 our_shims() {
-	local d
-	for d in /proc/[0-9]*; do
-		if tr '\0' ' ' 2>/dev/null <"$d/cmdline" | grep -q "containerd-shim.* -address $SOCK"; then echo "${d#/proc/}"; fi
+	local f
+	# One grep over every command line (arguments are NUL-separated), then
+	# a closer look at the few that name the socket.
+	for f in $(grep -lzxF -- "$SOCK" /proc/[0-9]*/cmdline 2>/dev/null); do
+		if tr '\0' ' ' 2>/dev/null <"$f" | grep -q "containerd-shim.* -address $SOCK"; then
+			f=${f#/proc/}
+			echo "${f%/cmdline}"
+		fi
 	done
 }
 
@@ -295,7 +304,7 @@ EOF
 	echo $! >"$R/containerd.pid"
 	for _ in $(seq 1 100); do
 		[ -S "$SOCK" ] && ctr -a "$SOCK" version >/dev/null 2>&1 && break
-		alive containerd || { log "containerd exited; see $R/logs/containerd.log"; false; }
+		running containerd || { log "containerd exited; see $R/logs/containerd.log"; false; }
 		sleep 0.2
 	done
 	ctr -a "$SOCK" version >/dev/null
@@ -341,7 +350,7 @@ EOF
 
 	local ready=""
 	for _ in $(seq 1 240); do
-		alive kubelet || { log "kubelet exited; last lines of $R/logs/kubelet.log:"; tail -n 15 "$R/logs/kubelet.log" >&2; false; }
+		running kubelet || { log "kubelet exited; last lines of $R/logs/kubelet.log:"; tail -n 15 "$R/logs/kubelet.log" >&2; false; }
 		if [ "$(kc get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; then
 			ready=1
 			break
@@ -392,7 +401,10 @@ down() {
 	step "kubelet stopped"
 	# Whatever still runs in a Pod, then the shims' tasks.
 	local p
-	for p in $(kubepods_procs); do kill -KILL "$p" 2>/dev/null || true; done
+	if [ -d "$R/before" ]; then
+		# kubepods is ours: up refuses to start when it exists.
+		for p in $(kubepods_procs); do kill -KILL "$p" 2>/dev/null || true; done
+	fi
 	if alive containerd; then
 		for t in $(timeout 10 ctr -a "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
 			timeout 10 ctr -a "$SOCK" -n k8s.io tasks kill -s KILL "$t" >/dev/null 2>&1 || true
@@ -418,12 +430,19 @@ down() {
 		sleep 0.3
 	done
 	step "mounts removed"
+	ip link del "$BR" 2>/dev/null || true
+	# What follows is told apart from what other software made by the record
+	# of the machine taken before up; without it, it is left alone.
+	if [ ! -d "$R/before" ]; then
+		rm -rf "$R/containerd" "$R/kubelet" "$R/cni" "$R/pod-logs" "$R/runc" "$R/images" "$R/env"
+		log "real node down (no record of the machine before it: iptables chains, network namespaces and cgroups not touched)"
+		return 0
+	fi
 	# Pod network namespaces this node made.
 	local ns
 	for ns in $(cni_netns); do
 		grep -qx "$ns" "$R/before/netns" 2>/dev/null || ip netns delete "$ns" 2>/dev/null || true
 	done
-	ip link del "$BR" 2>/dev/null || true
 	# iptables: jumps from the built-in chains into chains we added, then the
 	# chains themselves (the kubelet's KUBE-*, CNI plugins' CNI-*, our CRAWL-RN-*).
 	local ipt tb c rule
@@ -469,20 +488,22 @@ down() {
 
 # leftovers lists what of a real node is still on this machine.
 leftovers() {
-	local d cmd
-	for d in /proc/[0-9]*; do
+	local f cmd
+	for f in $(grep -lzF -- "$R/" /proc/[0-9]*/cmdline 2>/dev/null); do
 		# kubelet, containerd and shims of this node: their command lines name $R.
-		cmd=$(tr '\0' ' ' 2>/dev/null <"$d/cmdline") || continue
+		cmd=$(tr '\0' ' ' 2>/dev/null <"$f") || continue
 		case "${cmd%% *}" in
 		kubelet | */kubelet | containerd | */containerd | *containerd-shim*) ;;
 		*) continue ;;
 		esac
-		case "$cmd" in *"$R/"*) echo "process ${d#/proc/}: $cmd" ;; esac
+		f=${f#/proc/}
+		echo "process ${f%/cmdline}: $cmd"
 	done
 	local p
 	for p in $(kubepods_procs); do echo "container process $p: $(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline")"; done
 	findmnt -rn -o TARGET | awk -v r="$R/" 'index($0, r) == 1 {print "mount " $0}'
-	ip link show "$BR" >/dev/null 2>&1 && echo "bridge $BR"
+	if ip link show "$BR" >/dev/null 2>&1; then echo "bridge $BR"; fi
+	[ -d "$R/before" ] || return 0
 	local ns
 	for ns in $(cni_netns); do
 		grep -qx "$ns" "$R/before/netns" 2>/dev/null || echo "netns $ns"

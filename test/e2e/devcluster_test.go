@@ -94,18 +94,37 @@ func (c *localCluster) mustKubectl(t *testing.T, stdin string, args ...string) s
 type managerProcess struct {
 	binary, kubeconfig, storage string
 	index, results              string
-	cmd                         *exec.Cmd
-	logs                        *os.File
+	// resultsURL is where crawler Pods reach the results endpoint
+	// (default: http://results).
+	resultsURL string
+	// crawlerArgs replace the flags for the node agent's crawler Pods.
+	crawlerArgs []string
+	cmd         *exec.Cmd
+	logs        *os.File
 }
 
 func startManagerProcess(t *testing.T, c *localCluster) *managerProcess {
 	t.Helper()
+	return startManagerFor(t, c.Kubeconfig, nil)
+}
+
+// startManagerFor runs bin/manager against kubeconfig; configure may set
+// the fields that say how crawler Pods are made and reach it.
+func startManagerFor(t *testing.T, kubeconfig string, configure func(*managerProcess)) *managerProcess {
+	t.Helper()
 	m := &managerProcess{
-		binary:     buildBinary(t, "cmd/manager"),
-		kubeconfig: c.Kubeconfig,
-		storage:    "sqlite://" + filepath.Join(t.TempDir(), "index.db"),
-		index:      freeAddr(t),
-		results:    freeAddr(t),
+		binary:      buildBinary(t, "cmd/manager"),
+		kubeconfig:  kubeconfig,
+		storage:     "sqlite://" + filepath.Join(t.TempDir(), "index.db"),
+		index:       freeAddr(t),
+		results:     freeAddr(t),
+		crawlerArgs: []string{"--crawler-image=crawler", "--crawler-allow-private", "--min-crawl-delay=100ms"},
+	}
+	if configure != nil {
+		configure(m)
+	}
+	if m.resultsURL == "" {
+		m.resultsURL = "http://" + m.results
 	}
 	logs, err := os.Create(filepath.Join(t.TempDir(), "manager.log"))
 	if err != nil {
@@ -125,18 +144,15 @@ func startManagerProcess(t *testing.T, c *localCluster) *managerProcess {
 
 func (m *managerProcess) start(t *testing.T) {
 	t.Helper()
-	m.cmd = exec.Command(m.binary,
+	m.cmd = exec.Command(m.binary, append([]string{
 		"--metrics-bind-address=0",
-		"--health-probe-bind-address="+freeAddr(t),
-		"--results-bind-address="+m.results,
-		"--results-url=http://"+m.results,
-		"--index-bind-address="+m.index,
-		"--storage="+m.storage,
+		"--health-probe-bind-address=" + freeAddr(t),
+		"--results-bind-address=" + m.results,
+		"--results-url=" + m.resultsURL,
+		"--index-bind-address=" + m.index,
+		"--storage=" + m.storage,
 		"--require-egress-fcrdns=false",
-		"--crawler-image=crawler",
-		"--crawler-allow-private",
-		"--min-crawl-delay=100ms",
-	)
+	}, m.crawlerArgs...)...)
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+m.kubeconfig)
 	m.cmd.Stdout, m.cmd.Stderr = m.logs, m.logs
 	if err := m.cmd.Start(); err != nil {

@@ -86,10 +86,10 @@ reason() {
 }
 
 ip_ok() {
-	if ! ip link add crawlrnprobe0 type bridge 2>/dev/null; then
+	if ! ip link add "crp$$" type bridge 2>/dev/null; then
 		echo "cannot create a bridge (ip link add type bridge)"; return 1
 	fi
-	ip link del crawlrnprobe0
+	ip link del "crp$$"
 }
 
 install_packages() {

@@ -97,6 +97,8 @@ var scopeCases = []scopeCase{
 		links: []Link{l("/m", "math link")}},
 	{name: "svg link", doc: `<svg><a href="/v"><text>svg link</text></a></svg>`,
 		links: []Link{l("/v", "svg link")}},
+	{name: "cdata in svg is text", doc: `<a href="/c"><svg><![CDATA[cdata text]]></svg></a><h1><math><![CDATA[x]]></math></h1>`,
+		links: []Link{l("/c", "cdata text")}, h1: []string{"x"}},
 	{name: "textarea text counts", doc: `<a href="/t"><textarea>typed</textarea></a>`,
 		links: []Link{l("/t", "typed")}},
 	{name: "alt texts", doc: `<a href="/i"><img alt="Logo"> <image alt="Two"></a><a href="/j">text <img alt="no"></a>`,

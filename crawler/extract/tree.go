@@ -376,14 +376,17 @@ func (b *builder) next() html.TokenType {
 
 // decodeText reads the current text token's text. Text unescapes and
 // converts newlines byte by byte; most text has nothing to convert, and
-// then its raw bytes are its text.
+// then its raw bytes are its text (not for a CDATA section, whose raw bytes
+// include the "<![CDATA[" and "]]>" around it).
 func (b *builder) decodeText() {
-	if raw := b.z.Raw(); bytes.IndexByte(raw, '&') < 0 && bytes.IndexByte(raw, '\r') < 0 && bytes.IndexByte(raw, 0) < 0 {
+	if raw := b.z.Raw(); bytes.IndexByte(raw, '&') < 0 && bytes.IndexByte(raw, '\r') < 0 && bytes.IndexByte(raw, 0) < 0 && !bytes.HasPrefix(raw, cdataOpen) {
 		b.tok.text = raw
 	} else {
 		b.tok.text = b.z.Text()
 	}
 }
+
+var cdataOpen = []byte("<![CDATA[")
 
 // ignorableText reports whether the current text token can change nothing
 // the extractor keeps, so that the algorithm can skip it: in body, with an

@@ -226,6 +226,9 @@ up() {
 	local start=$SECONDS
 	rm -rf "$R/containerd" "$R/kubelet" "$R/cni" "$R/pod-logs" "$R/runc"
 	mkdir -p "$R/logs" "$R/images" "$R/kubelet/pki" "$R/pod-logs" "$R/containerd" "$R/cni/net.d" "$R/runc"
+	# The previous run's logs are kept once.
+	local l
+	for l in "$R"/logs/*.log; do [ -f "$l" ] && mv -f "$l" "$l.1"; done
 	record_before
 	trap 'log "real node failed to start; removing what was set up (logs in $R/logs)"; down >/dev/null 2>&1 || true; exit 1' ERR
 

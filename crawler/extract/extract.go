@@ -13,6 +13,7 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -207,7 +208,11 @@ func CleanText(s string) string {
 	var c cleaner
 	c.buf = make([]byte, 0, min(len(s), MaxTextLen))
 	c.writeString(s)
-	return string(c.buf)
+	if len(c.buf) == 0 {
+		return ""
+	}
+	// c.buf is not used again: hand it over instead of copying it.
+	return unsafe.String(&c.buf[0], len(c.buf))
 }
 
 func clean(s string) string { return CleanText(s) }

@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/lohisoft/crawl-operator/crawler/result"
 )
 
 // Limits keep a hostile page from making the result (or memory) large.
@@ -238,13 +240,9 @@ func runeClass(r rune) int {
 			return rSpace
 		}
 		return rKeep
-	case r <= 0x9F:
-		// DEL and the C1 controls; NEL is a line break, so a space.
-		if r == 0x85 {
-			return rSpace
-		}
-		return rDrop
-	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+	case r == 0x85: // NEL, a C1 control, is a line break: a space
+		return rSpace
+	case result.IsControlOrBidi(r): // DEL, C1, bidi overrides: one definition, shared with the manager
 		return rDrop
 	case isSpace(r):
 		return rSpace

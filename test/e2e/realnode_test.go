@@ -557,6 +557,18 @@ metadata:
 		if bytes.Contains(mounts, []byte("serviceaccount")) {
 			t.Errorf("a service account token is mounted:\n%s", mounts)
 		}
+		// No route off the machine: the Pod's only route is the bridge's
+		// range (no default route), and the host drops whatever would be
+		// forwarded from the bridge.
+		routes, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/route", pid))
+		for _, line := range strings.Split(string(routes), "\n")[1:] {
+			if f := strings.Fields(line); len(f) > 7 && (f[1] == "00000000" || f[7] == "00000000") {
+				t.Errorf("the Pod has a default route: %s", line)
+			}
+		}
+		if out, err := exec.Command("iptables", "-w", "-S", "CRAWL-RN-FORWARD").CombinedOutput(); err != nil || !strings.Contains(string(out), "-i "+rnBridge+" -j DROP") {
+			t.Errorf("forwarding from the bridge is not dropped: %v\n%s", err, out)
+		}
 
 		grace := time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
 		deleted := time.Now()

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
@@ -88,7 +88,7 @@ func postReport(t *testing.T, op *operator, pod *corev1.Pod, token string, body 
 	return testutil.PostReport(t, op.results.URL, pod, token, body)
 }
 
-func pages(base string, n int) []result.Page { return testutil.Pages(base, n) }
+func pages(base string, n int) []runreport.Page { return testutil.Pages(base, n) }
 
 func finishCrawl(t *testing.T, op *operator, pod *corev1.Pod, base string, n int) {
 	t.Helper()

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 )
 
@@ -77,7 +77,7 @@ func TestSuccessfulCrawlUpdatesStatusAndIndex(t *testing.T) {
 
 	// Progress after a page, then the final result.
 	setPodPhase(t, pod, corev1.PodRunning, 0)
-	if code, body := postReport(t, op, pod, token, result.Report{Result: result.Crawl{Pages: pages(base, 1)}}); code != http.StatusOK {
+	if code, body := postReport(t, op, pod, token, runreport.Report{Result: runreport.Crawl{Pages: pages(base, 1)}}); code != http.StatusOK {
 		t.Fatalf("progress: %d %s", code, body)
 	}
 	eventually(t, "progress in SiteIndex", func() error {
@@ -127,7 +127,7 @@ func TestSuccessfulCrawlUpdatesStatusAndIndex(t *testing.T) {
 	eventually(t, "token Secret deleted", func() error {
 		return isNotFound(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: crawlpod.SecretName(pod.Name)}, &corev1.Secret{}))
 	})
-	if code, _ := postReport(t, op, pod, token, result.Report{Final: true}); code != http.StatusConflict {
+	if code, _ := postReport(t, op, pod, token, runreport.Report{Final: true}); code != http.StatusConflict {
 		t.Errorf("report after the run ended: %d, want 409", code)
 	}
 	// Nothing else starts before the interval.
@@ -141,7 +141,7 @@ func TestSuccessfulCrawlUpdatesStatusAndIndex(t *testing.T) {
 	}
 	// The recrawl's progress does not replace the complete index.
 	setPodPhase(t, pod2, corev1.PodRunning, 0)
-	if code, body := postReport(t, op, pod2, runToken(t, pod2), result.Report{Result: result.Crawl{Pages: pages(base, 1)}}); code != http.StatusOK {
+	if code, body := postReport(t, op, pod2, runToken(t, pod2), runreport.Report{Result: runreport.Crawl{Pages: pages(base, 1)}}); code != http.StatusOK {
 		t.Fatalf("recrawl progress: %d %s", code, body)
 	}
 	si := &crawlv1.SiteIndex{}
@@ -193,9 +193,9 @@ func TestResultsEndpointRefusesBadReports(t *testing.T) {
 		body  any
 		want  int
 	}{
-		{"no token", pod, "", result.Report{}, http.StatusUnauthorized},
-		{"wrong token", pod, "0123456789abcdef", result.Report{}, http.StatusForbidden},
-		{"token of another run", otherPod, token, result.Report{}, http.StatusForbidden},
+		{"no token", pod, "", runreport.Report{}, http.StatusUnauthorized},
+		{"wrong token", pod, "0123456789abcdef", runreport.Report{}, http.StatusForbidden},
+		{"token of another run", otherPod, token, runreport.Report{}, http.StatusForbidden},
 		{"bad JSON", pod, token, "{not json", http.StatusBadRequest},
 		{"too large", pod, token, `{"result":{"pages":[{"title":"` + strings.Repeat("x", 3<<20) + `"}]}}`, http.StatusRequestEntityTooLarge},
 	}
@@ -220,7 +220,7 @@ func TestResultsEndpointRefusesBadReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "impostor in the cache", func() error {
-		code, body := postReport(t, op, fake, fakeToken, result.Report{Final: true, Result: result.Crawl{Pages: pages("https://res.example.com", 1)}})
+		code, body := postReport(t, op, fake, fakeToken, runreport.Report{Final: true, Result: runreport.Crawl{Pages: pages("https://res.example.com", 1)}})
 		if code != http.StatusForbidden || !strings.Contains(body, "not the current run") {
 			return fmt.Errorf("impostor report: %d %s", code, body)
 		}
@@ -228,7 +228,7 @@ func TestResultsEndpointRefusesBadReports(t *testing.T) {
 	})
 
 	// Off-site pages are dropped and the budget holds, whatever the Pod says.
-	rep := result.Report{Final: true, Result: result.Crawl{Pages: append(
+	rep := runreport.Report{Final: true, Result: runreport.Crawl{Pages: append(
 		pages("https://evil.example.net", 2), pages("https://res.example.com", 10)...)}}
 	if code, body := postReport(t, op, pod, token, rep); code != http.StatusOK {
 		t.Fatalf("report: %d %s", code, body)
@@ -245,7 +245,7 @@ func TestResultsEndpointRefusesBadReports(t *testing.T) {
 			t.Errorf("off-site page stored: %s", p.URL)
 		}
 	}
-	if code, _ := postReport(t, op, pod, token, result.Report{}); code != http.StatusConflict {
+	if code, _ := postReport(t, op, pod, token, runreport.Report{}); code != http.StatusConflict {
 		t.Errorf("progress after the final result: %d, want 409", code)
 	}
 }
@@ -367,7 +367,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	pod := waitPod(t, ct, 1)
 	setPodPhase(t, pod, corev1.PodRunning, 0)
 	retryAfter := op.clock.Now().Add(3 * time.Hour).UTC().Truncate(time.Second)
-	if code, body := postReport(t, op, pod, runToken(t, pod), result.Report{Final: true, Result: result.Crawl{
+	if code, body := postReport(t, op, pod, runToken(t, pod), runreport.Report{Final: true, Result: runreport.Crawl{
 		RetryAfter: retryAfter.Format(time.RFC3339)}}); code != http.StatusOK {
 		t.Fatalf("report: %d %s", code, body)
 	}
@@ -541,7 +541,7 @@ func TestStoredResultCountsWhenThePodFails(t *testing.T) {
 	pod := waitPod(t, ct, 1)
 	setPodPhase(t, pod, corev1.PodRunning, 0)
 	token := runToken(t, pod)
-	final := result.Report{Final: true, Result: result.Crawl{Pages: pages("https://stored.example.com", 3)}}
+	final := runreport.Report{Final: true, Result: runreport.Crawl{Pages: pages("https://stored.example.com", 3)}}
 	if code, body := postReport(t, op, pod, token, final); code != http.StatusOK {
 		t.Fatalf("final report: %d %s", code, body)
 	}

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
 
 func createExclusion(t *testing.T, name, domain string) *crawlv1.Exclusion {
@@ -54,7 +54,7 @@ func TestExclusionMidCrawl(t *testing.T) {
 	pod := waitPod(t, running, 1)
 	setPodPhase(t, pod, corev1.PodRunning, 0)
 	token := runToken(t, pod)
-	if code, body := postReport(t, op, pod, token, result.Report{Result: result.Crawl{Pages: pages("http://excluded.example:8080", 2)}}); code != http.StatusOK {
+	if code, body := postReport(t, op, pod, token, runreport.Report{Result: runreport.Crawl{Pages: pages("http://excluded.example:8080", 2)}}); code != http.StatusOK {
 		t.Fatalf("progress: %d %s", code, body)
 	}
 	bystander := createTarget(t, ns, "bystander", "https://notexcluded.example/")
@@ -92,7 +92,7 @@ func TestExclusionMidCrawl(t *testing.T) {
 		return nil
 	})
 	// The stopped run can no longer write anything back.
-	if code, _ := postReport(t, op, pod, token, result.Report{Final: true, Result: result.Crawl{Pages: pages("http://excluded.example:8080", 2)}}); code == http.StatusOK {
+	if code, _ := postReport(t, op, pod, token, runreport.Report{Final: true, Result: runreport.Crawl{Pages: pages("http://excluded.example:8080", 2)}}); code == http.StatusOK {
 		t.Error("the excluded run's report was accepted")
 	}
 	// Excluded outranks a crawl request, and no Pods start.

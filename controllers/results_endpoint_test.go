@@ -11,8 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/lohisoft/crawl-operator/crawler/result"
-	"github.com/lohisoft/crawl-operator/internal/results"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
+	"github.com/lohisoft/crawl-operator/internal/reportendpoint"
 )
 
 // rawPost sends a report to a raw path of a results endpoint.
@@ -48,7 +48,7 @@ func TestResultsEndpointEdges(t *testing.T) {
 	pod := waitPod(t, ct, 1)
 	setPodPhase(t, pod, corev1.PodRunning, 0)
 	token := runToken(t, pod)
-	progress := result.Report{Result: result.Crawl{Pages: pages("https://edges.example.com", 1)}}
+	progress := runreport.Report{Result: runreport.Crawl{Pages: pages("https://edges.example.com", 1)}}
 	if code, body := postReport(t, op, pod, token, progress); code != http.StatusOK {
 		t.Fatalf("progress: %d %s", code, body)
 	}
@@ -91,10 +91,10 @@ func TestResultsEndpointEdges(t *testing.T) {
 		t.Errorf("200 wrong tokens cost %d API reads, want none", n)
 	}
 	// The malformed names above and the first wrong tokens spend the burst.
-	if codes[http.StatusForbidden] == 0 || codes[http.StatusForbidden] > results.DefaultFailureBurst ||
-		codes[http.StatusTooManyRequests] < 200-results.DefaultFailureBurst || limited.Get("Retry-After") == "" {
+	if codes[http.StatusForbidden] == 0 || codes[http.StatusForbidden] > reportendpoint.DefaultFailureBurst ||
+		codes[http.StatusTooManyRequests] < 200-reportendpoint.DefaultFailureBurst || limited.Get("Retry-After") == "" {
 		t.Errorf("answers %v (Retry-After %q), want 403 up to the burst of %d, then 429 with Retry-After",
-			codes, limited.Get("Retry-After"), results.DefaultFailureBurst)
+			codes, limited.Get("Retry-After"), reportendpoint.DefaultFailureBurst)
 	}
 	// The run's own crawler, from the same address, is not slowed down.
 	if code, body := postReport(t, op, pod, token, progress); code != http.StatusOK {
@@ -104,7 +104,7 @@ func TestResultsEndpointEdges(t *testing.T) {
 	// Names the cache does not know: the API server is asked once, then
 	// the answer is remembered for a few seconds.
 	var n atomic.Int64
-	fresh := &results.Server{Client: op.cache, Reader: countingReader{Reader: op.apiReader, n: &n}, FailureBurst: 1000}
+	fresh := &reportendpoint.Server{Client: op.cache, Reader: countingReader{Reader: op.apiReader, n: &n}, FailureBurst: 1000}
 	srv := httptest.NewServer(fresh.Handler())
 	defer srv.Close()
 	for i := 0; i < 50; i++ {

@@ -16,7 +16,7 @@ import (
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/fetch"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
 
 // failWithExitCode ends a crawler Pod the way the crawler does on bad
@@ -82,8 +82,8 @@ func TestCrawlFailingOnUnchangeableInputStalls(t *testing.T) {
 	pod := waitPod(t, ct, 2)
 	setPodPhase(t, pod, corev1.PodRunning, 0)
 	refused := "refused: intranet.stall.example resolves to 10.1.2.3: " + fetch.ErrNonPublic.Error()
-	if code, body := postReport(t, op, pod, runToken(t, pod), result.Report{Final: true, Result: result.Crawl{
-		Pages: []result.Page{}, Skipped: []result.Skip{{URL: "http://intranet.stall.example:8080/", Reason: refused}}}}); code != http.StatusOK {
+	if code, body := postReport(t, op, pod, runToken(t, pod), runreport.Report{Final: true, Result: runreport.Crawl{
+		Pages: []runreport.Page{}, Skipped: []runreport.Skip{{URL: "http://intranet.stall.example:8080/", Reason: refused}}}}); code != http.StatusOK {
 		t.Fatalf("final report: %d %s", code, body)
 	}
 	setPodPhase(t, pod, corev1.PodSucceeded, 0)
@@ -117,8 +117,8 @@ func TestTransientRefusalIsRetried(t *testing.T) {
 	ct := createTarget(t, ns, "down", "https://down.stall.example/")
 	pod := waitPod(t, ct, 1)
 	setPodPhase(t, pod, corev1.PodRunning, 0)
-	if code, body := postReport(t, op, pod, runToken(t, pod), result.Report{Final: true, Result: result.Crawl{
-		Skipped: []result.Skip{{URL: "https://down.stall.example/", Reason: "refused: GET https://down.stall.example/: dial tcp 203.0.113.7:443: connect: connection refused"}}}}); code != http.StatusOK {
+	if code, body := postReport(t, op, pod, runToken(t, pod), runreport.Report{Final: true, Result: runreport.Crawl{
+		Skipped: []runreport.Skip{{URL: "https://down.stall.example/", Reason: "refused: GET https://down.stall.example/: dial tcp 203.0.113.7:443: connect: connection refused"}}}}); code != http.StatusOK {
 		t.Fatalf("final report: %d %s", code, body)
 	}
 	setPodPhase(t, pod, corev1.PodSucceeded, 0)

@@ -18,7 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
-	"github.com/lohisoft/crawl-operator/internal/results"
+	"github.com/lohisoft/crawl-operator/internal/reportendpoint"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 )
 
@@ -120,7 +120,7 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 		t.Fatal(err)
 	}
 	reads := &atomic.Int64{}
-	srv := &results.Server{
+	srv := &reportendpoint.Server{
 		Client: mgr.GetClient(),
 		Reader: countingReader{Reader: mgr.GetAPIReader(), n: reads},
 		Clock:  clk,

@@ -27,6 +27,15 @@ if up_to_date; then
 	echo "bin/k8s is up to date ($stamp)"
 	exit 0
 fi
+# Two builds at once (make test in two shells, parallel CI steps) would
+# delete each other's half-built binaries: the second waits for the first.
+mkdir -p "$out"
+exec 9>"$out.lock"
+flock 9
+if up_to_date; then
+	echo "bin/k8s is up to date ($stamp)"
+	exit 0
+fi
 cache=${K8S_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crawl-operator/k8s-${kube_version}-etcd-${etcd_version}}
 mkdir -p "$out"
 if [ "$(cat "$out/.versions" 2>/dev/null)" != "$stamp" ]; then

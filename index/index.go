@@ -22,11 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/lohisoft/crawl-operator/crawler/verify"
-	"github.com/lohisoft/crawl-operator/index/api"
 	"github.com/lohisoft/crawl-operator/index/backend"
 	"github.com/lohisoft/crawl-operator/index/botpage"
-	"github.com/lohisoft/crawl-operator/index/egress"
+	"github.com/lohisoft/crawl-operator/index/fcrdns"
 	"github.com/lohisoft/crawl-operator/index/identity"
+	"github.com/lohisoft/crawl-operator/index/searchapi"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/index/store/postgres"
 	"github.com/lohisoft/crawl-operator/index/store/sqlite"
@@ -74,7 +74,7 @@ type Options struct {
 type Index struct {
 	backend  *backend.Backend
 	syncer   *syncer.Syncer
-	checker  *egress.Checker
+	checker  *fcrdns.Checker
 	require  bool
 	expected []string
 	egress   crawlpod.Egress
@@ -111,7 +111,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 		require:  opts.RequireEgressFCrDNS,
 		expected: opts.ExpectedEgressIPs,
 		egress:   opts.Egress,
-		checker: &egress.Checker{
+		checker: &fcrdns.Checker{
 			Client:   mgr.GetClient(),
 			Resolver: verify.ResolverFor(opts.DNSServer),
 			Suffix:   opts.Identity.HostnameSuffix,
@@ -122,7 +122,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 		},
 	}
 	bot := &botpage.Handler{Identity: opts.Identity, Egress: ix.egressSource(mgr.GetClient())}
-	ix.handler = route(&api.Handler{Store: st}, bot)
+	ix.handler = route(&searchapi.Handler{Store: st}, bot)
 
 	registerMetrics()
 	setup := []func() error{
@@ -230,7 +230,7 @@ func redact(dsn string) string {
 func route(apiHandler, bot http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
-		case strings.HasPrefix(p, api.Prefix):
+		case strings.HasPrefix(p, searchapi.Prefix):
 			apiHandler.ServeHTTP(w, r)
 		case p == botpage.PagePath || strings.HasPrefix(p, botpage.PagePath+"/"):
 			bot.ServeHTTP(w, r)
@@ -261,7 +261,7 @@ func (ix *Index) egressSource(c client.Reader) botpage.Source {
 // the address is still the bot's, crawls running there still come from it,
 // and a list that flaps with node health would make site owners' firewalls
 // flap too.
-func Published(nodes []corev1.Node, sel crawlpod.Egress, lookup func(node string) (egress.Result, bool), requireFCrDNS bool, expected []string) []botpage.Egress {
+func Published(nodes []corev1.Node, sel crawlpod.Egress, lookup func(node string) (fcrdns.Result, bool), requireFCrDNS bool, expected []string) []botpage.Egress {
 	var out []botpage.Egress
 	for i := range nodes {
 		n := &nodes[i]

@@ -32,8 +32,8 @@ import (
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/controllers"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
-	"github.com/lohisoft/crawl-operator/index/api"
 	"github.com/lohisoft/crawl-operator/index/identity"
+	"github.com/lohisoft/crawl-operator/index/searchapi"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
@@ -349,7 +349,7 @@ func TestSearchAndExclusionThroughTheAPI(t *testing.T) {
 		if err != nil || r.status != http.StatusOK {
 			return nil, fmt.Errorf("search: %v %d %s", err, r.status, r.body)
 		}
-		var res api.SearchResponse
+		var res searchapi.SearchResponse
 		if err := json.Unmarshal([]byte(r.body), &res); err != nil {
 			return nil, err
 		}

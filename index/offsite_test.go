@@ -21,11 +21,11 @@ import (
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/controllers"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/index/identity"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
-	"github.com/lohisoft/crawl-operator/internal/results"
+	"github.com/lohisoft/crawl-operator/internal/reportendpoint"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
@@ -60,7 +60,7 @@ func wholeManager(t *testing.T) (*operator, string) {
 	}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	srv := &results.Server{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: clock.RealClock{},
+	srv := &reportendpoint.Server{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: clock.RealClock{},
 		Excluded: func(ctx context.Context, host string) (bool, error) {
 			return controllers.Excluded(ctx, mgr.GetClient(), host)
 		}}
@@ -114,11 +114,11 @@ func TestOffSiteAnchorsOnlyFromTheFinalResult(t *testing.T) {
 
 	// Progress with a link into the bakery: its page shows up at once, the
 	// link text does not.
-	var links []result.OffSiteLink
+	var links []runreport.OffSiteLink
 	for i := range 8 {
-		links = append(links, result.OffSiteLink{URL: fmt.Sprintf("https://%s/%d", bakery, i), Anchors: []string{"zqxinjected" + sfx}})
+		links = append(links, runreport.OffSiteLink{URL: fmt.Sprintf("https://%s/%d", bakery, i), Anchors: []string{"zqxinjected" + sfx}})
 	}
-	progress := result.Report{Result: result.Crawl{Pages: testutil.Pages("https://spam-"+sfx+".example", 1), OffSiteLinks: links}}
+	progress := runreport.Report{Result: runreport.Crawl{Pages: testutil.Pages("https://spam-"+sfx+".example", 1), OffSiteLinks: links}}
 	if code, body := testutil.PostReport(t, endpoint, pod, token, progress); code != http.StatusOK {
 		t.Fatalf("progress: %d %s", code, body)
 	}
@@ -135,7 +135,7 @@ func TestOffSiteAnchorsOnlyFromTheFinalResult(t *testing.T) {
 	for i := range links {
 		links[i].Anchors = []string{"zqxfinal" + sfx}
 	}
-	final := result.Report{Final: true, Result: result.Crawl{Pages: testutil.Pages("https://spam-"+sfx+".example", 1), OffSiteLinks: links}}
+	final := runreport.Report{Final: true, Result: runreport.Crawl{Pages: testutil.Pages("https://spam-"+sfx+".example", 1), OffSiteLinks: links}}
 	if code, body := testutil.PostReport(t, endpoint, pod, token, final); code != http.StatusOK {
 		t.Fatalf("final: %d %s", code, body)
 	}

@@ -22,7 +22,7 @@ import (
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/controllers"
-	"github.com/lohisoft/crawl-operator/index/api"
+	"github.com/lohisoft/crawl-operator/index/searchapi"
 	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
 )
 
@@ -69,7 +69,7 @@ func (o *operator) search(q string) ([]string, response, error) {
 	if err != nil || r.status != http.StatusOK {
 		return nil, r, err
 	}
-	var res api.SearchResponse
+	var res searchapi.SearchResponse
 	if err := json.Unmarshal([]byte(r.body), &res); err != nil {
 		return nil, r, err
 	}
@@ -265,7 +265,7 @@ func TestBackendOutageCatchUp(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		var sites api.SitesResponse
+		var sites searchapi.SitesResponse
 		if err := json.Unmarshal([]byte(r.body), &sites); err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/lohisoft/crawl-operator/index/botpage"
-	"github.com/lohisoft/crawl-operator/index/egress"
+	"github.com/lohisoft/crawl-operator/index/fcrdns"
 	"github.com/lohisoft/crawl-operator/index/identity"
 	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
@@ -77,13 +77,13 @@ func TestPublished(t *testing.T) {
 		node("deleting", "203.0.113.6", func(n *corev1.Node) { n.DeletionTimestamp = ptr.To(metav1.Now()) }),
 		node("ipv6", "2001:db8::1"),
 	}
-	results := map[string]egress.Result{
+	results := map[string]fcrdns.Result{
 		"ok":       {Node: "ok", IP: "79.139.58.98", Hostname: "c1.bot.lohisoft.com", OK: true},
 		"failing":  {Node: "failing", IP: "203.0.113.1", Reason: "no PTR"},
 		"moved":    {Node: "moved", IP: "203.0.113.99", Hostname: "c3.bot.lohisoft.com", OK: true},
 		"cordoned": {Node: "cordoned", IP: "203.0.113.4", Hostname: "c4.bot.lohisoft.com", OK: true},
 	}
-	lookup := func(n string) (egress.Result, bool) { r, ok := results[n]; return r, ok }
+	lookup := func(n string) (fcrdns.Result, bool) { r, ok := results[n]; return r, ok }
 
 	required := Published(nodes, crawlpod.Egress{}, lookup, true, nil)
 	want := []botpage.Egress{{IP: "79.139.58.98", Hostname: "c1.bot.lohisoft.com"}, {IP: "203.0.113.4", Hostname: "c4.bot.lohisoft.com"}}

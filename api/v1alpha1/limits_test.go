@@ -9,11 +9,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
 
 // TestMarkersMatchLimits checks the generated CRDs against the limits of
-// package result: kubebuilder markers can only hold literals, so this is
+// package runreport: kubebuilder markers can only hold literals, so this is
 // what keeps the API server's validation, the crawler's caps and the
 // results endpoint on one set of numbers.
 func TestMarkersMatchLimits(t *testing.T) {
@@ -25,24 +25,24 @@ func TestMarkersMatchLimits(t *testing.T) {
 		field  string // maxLength, maxItems or maximum
 		want   int64
 	}{
-		{ct, "spec.url", "maxLength", result.MaxURLLength},
-		{ct, "spec.maxPages", "maximum", result.MaxPages},
-		{si, "status.pages", "maxItems", result.MaxPages},
-		{si, "status.pages[].url", "maxLength", result.MaxURLLength},
-		{si, "status.pages[].title", "maxLength", result.MaxTitleLength},
-		{si, "status.pages[].description", "maxLength", result.MaxDescriptionLength},
-		{si, "status.pages[].headings.h1", "maxItems", result.MaxHeadingsPerLevel},
-		{si, "status.pages[].headings.h1[]", "maxLength", result.MaxHeadingLength},
-		{si, "status.pages[].headings.h2", "maxItems", result.MaxHeadingsPerLevel},
-		{si, "status.pages[].headings.h2[]", "maxLength", result.MaxHeadingLength},
-		{si, "status.pages[].headings.h3", "maxItems", result.MaxHeadingsPerLevel},
-		{si, "status.pages[].headings.h3[]", "maxLength", result.MaxHeadingLength},
-		{si, "status.pages[].inboundAnchors", "maxItems", result.MaxInboundAnchors},
-		{si, "status.pages[].inboundAnchors[]", "maxLength", result.MaxAnchorLength},
-		{si, "status.offSiteLinks", "maxItems", result.MaxOffSiteLinks},
-		{si, "status.offSiteLinks[].url", "maxLength", result.MaxURLLength},
-		{si, "status.offSiteLinks[].anchors", "maxItems", result.MaxOffSiteAnchors},
-		{si, "status.offSiteLinks[].anchors[]", "maxLength", result.MaxAnchorLength},
+		{ct, "spec.url", "maxLength", runreport.MaxURLLength},
+		{ct, "spec.maxPages", "maximum", runreport.MaxPages},
+		{si, "status.pages", "maxItems", runreport.MaxPages},
+		{si, "status.pages[].url", "maxLength", runreport.MaxURLLength},
+		{si, "status.pages[].title", "maxLength", runreport.MaxTitleLength},
+		{si, "status.pages[].description", "maxLength", runreport.MaxDescriptionLength},
+		{si, "status.pages[].headings.h1", "maxItems", runreport.MaxHeadingsPerLevel},
+		{si, "status.pages[].headings.h1[]", "maxLength", runreport.MaxHeadingLength},
+		{si, "status.pages[].headings.h2", "maxItems", runreport.MaxHeadingsPerLevel},
+		{si, "status.pages[].headings.h2[]", "maxLength", runreport.MaxHeadingLength},
+		{si, "status.pages[].headings.h3", "maxItems", runreport.MaxHeadingsPerLevel},
+		{si, "status.pages[].headings.h3[]", "maxLength", runreport.MaxHeadingLength},
+		{si, "status.pages[].inboundAnchors", "maxItems", runreport.MaxInboundAnchors},
+		{si, "status.pages[].inboundAnchors[]", "maxLength", runreport.MaxAnchorLength},
+		{si, "status.offSiteLinks", "maxItems", runreport.MaxOffSiteLinks},
+		{si, "status.offSiteLinks[].url", "maxLength", runreport.MaxURLLength},
+		{si, "status.offSiteLinks[].anchors", "maxItems", runreport.MaxOffSiteAnchors},
+		{si, "status.offSiteLinks[].anchors[]", "maxLength", runreport.MaxAnchorLength},
 	}
 	for _, c := range cases {
 		p := walk(t, c.schema, c.path)
@@ -59,7 +59,7 @@ func TestMarkersMatchLimits(t *testing.T) {
 			}
 		}
 		if got == nil || *got != c.want {
-			t.Errorf("%s %s = %v, want %d (the limit in crawler/result)", c.path, c.field, deref(got), c.want)
+			t.Errorf("%s %s = %v, want %d (the limit in crawler/runreport)", c.path, c.field, deref(got), c.want)
 		}
 	}
 }

@@ -3,24 +3,24 @@ package v1alpha1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
 
 // Size caps of a SiteIndex: the crawl document's limits, defined once in
-// package result (the crawler/manager contract). The kubebuilder markers
+// package runreport (the crawler/manager contract). The kubebuilder markers
 // below must repeat them as literals; TestMarkersMatchLimits checks the
 // generated CRD against these constants.
 const (
-	MaxIndexedPages      = result.MaxPages
-	MaxURLLength         = result.MaxURLLength
-	MaxTitleLength       = result.MaxTitleLength
-	MaxDescriptionLength = result.MaxDescriptionLength
-	MaxHeadingsPerLevel  = result.MaxHeadingsPerLevel
-	MaxHeadingLength     = result.MaxHeadingLength
-	MaxInboundAnchors    = result.MaxInboundAnchors
-	MaxAnchorLength      = result.MaxAnchorLength
-	MaxOffSiteLinks      = result.MaxOffSiteLinks
-	MaxOffSiteAnchors    = result.MaxOffSiteAnchors
+	MaxIndexedPages      = runreport.MaxPages
+	MaxURLLength         = runreport.MaxURLLength
+	MaxTitleLength       = runreport.MaxTitleLength
+	MaxDescriptionLength = runreport.MaxDescriptionLength
+	MaxHeadingsPerLevel  = runreport.MaxHeadingsPerLevel
+	MaxHeadingLength     = runreport.MaxHeadingLength
+	MaxInboundAnchors    = runreport.MaxInboundAnchors
+	MaxAnchorLength      = runreport.MaxAnchorLength
+	MaxOffSiteLinks      = runreport.MaxOffSiteLinks
+	MaxOffSiteAnchors    = runreport.MaxOffSiteAnchors
 )
 
 // SiteIndexSpec names the site the index belongs to. The operator creates

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/hostilesite"
 )
 
 // TestHostileSitesEndToEnd crawls every hostile site through bin/crawler,
 // reporting to a manager that refuses what the real results endpoint
-// refuses (bodies over result.MaxReportBytes), and checks the promises:
+// refuses (bodies over runreport.MaxReportBytes), and checks the promises:
 // no disallowed path requested under any spelling, no body text in any
 // document, report or log line, every document within 1 MiB and every
 // report taken, titles decoded, and the rest of a site crawled after its
@@ -32,15 +32,15 @@ func TestHostileSitesEndToEnd(t *testing.T) {
 		{"names", names.Start, "150ms"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m := &fakeManager{limit: result.MaxReportBytes}
+			m := &fakeManager{limit: runreport.MaxReportBytes}
 			mgr := m.start(t)
 			r := runBinary(t, []string{"CRAWL_REPORT_TOKEN=hostile"}, "crawl", "--allow-private", "--delay", c.delay, "--report-url", mgr.URL, c.start)
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, lastLine(r.stderr))
 			}
 			doc := decodeCrawl(t, r.stdout)
-			compact, _ := result.Marshal(doc)
-			if len(compact) > result.MaxDocumentBytes {
+			compact, _ := runreport.Marshal(doc)
+			if len(compact) > runreport.MaxDocumentBytes {
 				t.Errorf("document %d bytes", len(compact))
 			}
 			for _, out := range []string{r.stdout, r.stderr} {
@@ -59,7 +59,7 @@ func TestHostileSitesEndToEnd(t *testing.T) {
 					t.Errorf("report %d carries body text", i)
 				}
 			}
-			var final result.Report
+			var final runreport.Report
 			if err := json.Unmarshal(m.bodies[len(m.bodies)-1], &final); err != nil || !final.Final {
 				t.Fatalf("last report is not the final one: %v", err)
 			}

@@ -22,9 +22,9 @@ import (
 
 	"github.com/lohisoft/crawl-operator/crawler/engine"
 	"github.com/lohisoft/crawl-operator/crawler/fetch"
-	"github.com/lohisoft/crawl-operator/crawler/report"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/reporter"
 	"github.com/lohisoft/crawl-operator/crawler/robots"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/verify"
 )
 
@@ -106,7 +106,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		fmt.Fprintln(fs.Output(), "usage: crawler crawl [flags] URL")
 		fs.PrintDefaults()
 	}
-	maxPages := fs.Int("max-pages", result.MaxPages, "page requests per site, redirects included (at most 20)")
+	maxPages := fs.Int("max-pages", runreport.MaxPages, "page requests per site, redirects included (at most 20)")
 	delay := fs.Duration("delay", engine.DefaultDelay, "minimum time between requests to the site (raised by a robots.txt Crawl-delay, capped at 60s)")
 	userAgent := fs.String("user-agent", engine.DefaultUserAgent, "User-Agent header; its product (text before '/') is the robots.txt token")
 	allowPrivate := fs.Bool("allow-private", false, "allow loopback, private and other non-public IPv4 targets (tests and local demos only)")
@@ -115,7 +115,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	requestTimeout := fs.Duration("request-timeout", fetch.DefaultTotalTimeout, "time limit for one request, body included")
 	dnsServer := fs.String("dns-server", "", "resolve names with this DNS server (HOST:PORT) instead of the system resolver")
 	reportURL := fs.String("report-url", "", "POST progress and the final result to this results endpoint")
-	reportToken := fs.String("report-token", "", "bearer token for --report-url (default: $"+report.TokenEnv+")")
+	reportToken := fs.String("report-token", "", "bearer token for --report-url (default: $"+runreport.TokenEnv+")")
 	pos, code, ok := parse(fs, args, stderr)
 	if !ok {
 		return code
@@ -123,8 +123,8 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if len(pos) != 1 {
 		return fail(stderr, exitUsage, fmt.Errorf("crawl takes exactly one URL, got %d", len(pos)))
 	}
-	if *maxPages < 1 || *maxPages > result.MaxPages {
-		return fail(stderr, exitUsage, fmt.Errorf("--max-pages must be between 1 and %d, got %d", result.MaxPages, *maxPages))
+	if *maxPages < 1 || *maxPages > runreport.MaxPages {
+		return fail(stderr, exitUsage, fmt.Errorf("--max-pages must be between 1 and %d, got %d", runreport.MaxPages, *maxPages))
 	}
 	if *delay < 0 || *timeout <= 0 || *requestTimeout <= 0 {
 		return fail(stderr, exitUsage, errors.New("--delay must not be negative, --timeout and --request-timeout must be positive"))
@@ -158,14 +158,14 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if *dnsServer != "" {
 		cfg.Fetch.Dialer.Resolver = verify.ResolverFor(*dnsServer)
 	}
-	var rep *report.Client
+	var rep *reporter.Client
 	if *reportURL != "" {
 		token := *reportToken
 		if token == "" {
-			token = getenv(report.TokenEnv)
+			token = getenv(runreport.TokenEnv)
 		}
-		rep = report.New(*reportURL, token, log)
-		cfg.Progress = func(c result.Crawl) { rep.Progress(ctx, c) }
+		rep = reporter.New(*reportURL, token, log)
+		cfg.Progress = func(c runreport.Crawl) { rep.Progress(ctx, c) }
 	}
 	res, err := engine.Crawl(ctx, cfg, pos[0])
 	if err != nil {
@@ -182,7 +182,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if rep != nil {
 		// The final report goes out even when the crawl was interrupted
 		// (SIGTERM: the Pod is being stopped), but then within
-		// report.DefaultStopGrace, so the process ends inside the Pod's
+		// reporter.DefaultStopGrace, so the process ends inside the Pod's
 		// termination grace period however the results endpoint behaves.
 		if err := rep.Final(ctx, res); err != nil {
 			return fail(stderr, exitFailure, err)

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/testsite"
 )
@@ -152,9 +152,9 @@ func testSite(t *testing.T) *testsite.Site {
 	return s
 }
 
-func decodeCrawl(t *testing.T, s string) result.Crawl {
+func decodeCrawl(t *testing.T, s string) runreport.Crawl {
 	t.Helper()
-	var c result.Crawl
+	var c runreport.Crawl
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
@@ -313,7 +313,7 @@ func TestCrawlCommandReportsToManager(t *testing.T) {
 		t.Fatalf("%d reports, want 3 progress + 1 final", len(m.bodies))
 	}
 	for i, b := range m.bodies {
-		var rep result.Report
+		var rep runreport.Report
 		if err := json.Unmarshal(b, &rep); err != nil {
 			t.Fatalf("report %d: %v", i, err)
 		}
@@ -330,7 +330,7 @@ func TestCrawlCommandReportsToManager(t *testing.T) {
 			t.Errorf("report %d carries page body text", i)
 		}
 	}
-	var final result.Report
+	var final runreport.Report
 	_ = json.Unmarshal(m.bodies[3], &final)
 	if len(final.Result.Pages) != 3 || decodeCrawl(t, r.stdout).Site != final.Result.Site {
 		t.Errorf("final %+v", final.Result)

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lohisoft/crawl-operator/crawler/report"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/reporter"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
 
 // slowSite serves endless linked pages, each after a pause, so a crawl is
@@ -45,7 +45,7 @@ func slowSite(t *testing.T, pause time.Duration) *httptest.Server {
 func startCrawl(t *testing.T, site, reportURL string, firstPage <-chan struct{}) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(binary, "crawl", "--allow-private", "--delay", "0s", "--report-url", reportURL, site+"/")
-	cmd.Env = append(os.Environ(), report.TokenEnv+"=tok")
+	cmd.Env = append(os.Environ(), runreport.TokenEnv+"=tok")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
@@ -87,7 +87,7 @@ func TestSIGTERMEndsWithinGraceWhenEndpointHangs(t *testing.T) {
 	var once sync.Once
 	hang := make(chan struct{})
 	mgr := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var rep result.Report
+		var rep runreport.Report
 		_ = json.NewDecoder(r.Body).Decode(&rep)
 		if !rep.Final {
 			once.Do(func() { close(firstPage) })
@@ -109,10 +109,10 @@ func TestSIGTERMEndsWithinGraceWhenEndpointHangs(t *testing.T) {
 	if code != exitFailure {
 		t.Errorf("exit %d, want %d (final report not delivered)", code, exitFailure)
 	}
-	if took > report.DefaultStopGrace+2*time.Second {
-		t.Errorf("exited %v after SIGTERM, want within the %v stop grace", took, report.DefaultStopGrace)
+	if took > reporter.DefaultStopGrace+2*time.Second {
+		t.Errorf("exited %v after SIGTERM, want within the %v stop grace", took, reporter.DefaultStopGrace)
 	}
-	var c result.Crawl
+	var c runreport.Crawl
 	if err := json.Unmarshal(out.Bytes(), &c); err != nil || len(c.Pages) == 0 {
 		t.Errorf("partial result on stdout: err %v, %d pages; stderr:\n%s", err, len(c.Pages), errb.String())
 	}
@@ -125,9 +125,9 @@ func TestSIGTERMDeliversPartialResult(t *testing.T) {
 	site := slowSite(t, 300*time.Millisecond)
 	firstPage := make(chan struct{})
 	var once sync.Once
-	finals := make(chan result.Report, 4)
+	finals := make(chan runreport.Report, 4)
 	mgr := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var rep result.Report
+		var rep runreport.Report
 		_ = json.NewDecoder(r.Body).Decode(&rep)
 		if rep.Final {
 			finals <- rep
@@ -149,7 +149,7 @@ func TestSIGTERMDeliversPartialResult(t *testing.T) {
 	}
 	select {
 	case rep := <-finals:
-		if len(rep.Result.Pages) == 0 || len(rep.Result.Pages) >= result.MaxPages {
+		if len(rep.Result.Pages) == 0 || len(rep.Result.Pages) >= runreport.MaxPages {
 			t.Errorf("final report has %d pages, want a partial crawl", len(rep.Result.Pages))
 		}
 		t.Logf("partial result (%d pages) delivered %v after SIGTERM", len(rep.Result.Pages), time.Since(sent).Round(time.Millisecond))

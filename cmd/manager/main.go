@@ -31,7 +31,7 @@ import (
 	"github.com/lohisoft/crawl-operator/index/identity"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/httpserver"
-	"github.com/lohisoft/crawl-operator/internal/results"
+	"github.com/lohisoft/crawl-operator/internal/reportendpoint"
 )
 
 type options struct {
@@ -174,7 +174,7 @@ func run(ctx context.Context, cfg *rest.Config, o options) error {
 	}
 	controllers.RegisterMetrics(mgr.GetClient())
 
-	resultsServer := &results.Server{
+	resultsServer := &reportendpoint.Server{
 		Client: mgr.GetClient(),
 		Reader: mgr.GetAPIReader(),
 		Clock:  clock.RealClock{},

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 	"github.com/lohisoft/crawl-operator/index/identity"
 	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
@@ -164,8 +164,8 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 		testutil.SetPodPhase(t, k8s, pod, corev1.PodRunning, 0)
 		base := strings.TrimSuffix(c.Spec.URL, "/")
 		eventually(t, "final report accepted", func() error {
-			code, body := testutil.PostReport(t, results, pod, testutil.RunToken(t, k8s, pod), result.Report{Final: true,
-				Result: result.Crawl{Site: base, Pages: []result.Page{{URL: base + "/", StatusCode: 200, Title: "Kittiwake colony", FetchedAt: time.Now()}}}})
+			code, body := testutil.PostReport(t, results, pod, testutil.RunToken(t, k8s, pod), runreport.Report{Final: true,
+				Result: runreport.Crawl{Site: base, Pages: []runreport.Page{{URL: base + "/", StatusCode: 200, Title: "Kittiwake colony", FetchedAt: time.Now()}}}})
 			if code != http.StatusOK {
 				return fmt.Errorf("final report: %d %s", code, body)
 			}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/testsite"
 )
 
@@ -86,7 +86,7 @@ func BenchmarkCrawlPeakMemory(b *testing.B) {
 		res, err := Crawl(context.Background(), cfg, s.URL)
 		close(stop)
 		wg.Wait()
-		if err != nil || len(res.Pages) != result.MaxPages {
+		if err != nil || len(res.Pages) != runreport.MaxPages {
 			b.Fatalf("crawl: %v, %d pages", err, len(res.Pages))
 		}
 	}

@@ -1,6 +1,6 @@
 // Package engine crawls one site: robots.txt first, then breadth-first over
 // the site's own links, within the page budget and the politeness rules, and
-// produces the result.Crawl document. The rules it keeps are the promises
+// produces the runreport.Crawl document. The rules it keeps are the promises
 // LohiSoftBot makes to site owners; see docs/crawler.md.
 package engine
 
@@ -23,13 +23,13 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/extract"
 	"github.com/lohisoft/crawl-operator/crawler/fetch"
 	"github.com/lohisoft/crawl-operator/crawler/politeness"
-	"github.com/lohisoft/crawl-operator/crawler/result"
 	"github.com/lohisoft/crawl-operator/crawler/robots"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/urlnorm"
 )
 
 // Public defaults. The crawl budget and the document's limits are in
-// package result, shared with the manager.
+// package runreport, shared with the manager.
 const (
 	DefaultUserAgent = "LohiSoftBot/1.0 (+https://lohisoft.com/bot)"
 	DefaultToken     = "LohiSoftBot"
@@ -49,7 +49,7 @@ var ErrBadInput = errors.New("bad input")
 
 // Config is one crawl's settings. Zero values take the defaults.
 type Config struct {
-	MaxPages  int           // 1..result.MaxPages; 0 means result.MaxPages
+	MaxPages  int           // 1..runreport.MaxPages; 0 means runreport.MaxPages
 	Delay     time.Duration // minimum gap between request starts to a host
 	UserAgent string
 	// Token is the robots.txt product token. Empty means the product of
@@ -72,7 +72,7 @@ type Config struct {
 	Backoff politeness.Backoff
 	// Progress, if set, receives the crawl so far after every page that
 	// took a request (not after URLs skipped without one).
-	Progress func(result.Crawl)
+	Progress func(runreport.Crawl)
 	Log      *slog.Logger
 	// RobotsCache, if set, is consulted and filled (per scheme+host+port,
 	// at most 24 h).
@@ -92,22 +92,22 @@ func TokenFor(userAgent string) string {
 // Crawl crawls the site of start. It returns an error only for bad input;
 // every problem with the site itself ends up in the document (skipped
 // entries, robots status, retryAfter).
-func Crawl(ctx context.Context, cfg Config, start string) (result.Crawl, error) {
+func Crawl(ctx context.Context, cfg Config, start string) (runreport.Crawl, error) {
 	if cfg.MaxPages == 0 {
-		cfg.MaxPages = result.MaxPages
+		cfg.MaxPages = runreport.MaxPages
 	}
-	if cfg.MaxPages < 1 || cfg.MaxPages > result.MaxPages {
-		return result.Crawl{}, fmt.Errorf("%w: max pages must be between 1 and %d, got %d", ErrBadInput, result.MaxPages, cfg.MaxPages)
+	if cfg.MaxPages < 1 || cfg.MaxPages > runreport.MaxPages {
+		return runreport.Crawl{}, fmt.Errorf("%w: max pages must be between 1 and %d, got %d", ErrBadInput, runreport.MaxPages, cfg.MaxPages)
 	}
 	if cfg.Delay < 0 {
-		return result.Crawl{}, fmt.Errorf("%w: delay must not be negative", ErrBadInput)
+		return runreport.Crawl{}, fmt.Errorf("%w: delay must not be negative", ErrBadInput)
 	}
 	u, err := urlnorm.ParseStart(start)
 	if err != nil {
-		return result.Crawl{}, fmt.Errorf("%w: %v", ErrBadInput, err)
+		return runreport.Crawl{}, fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
-	if len(u.String()) > result.MaxURLLength {
-		return result.Crawl{}, fmt.Errorf("%w: URL longer than %d bytes", ErrBadInput, result.MaxURLLength)
+	if len(u.String()) > runreport.MaxURLLength {
+		return runreport.Crawl{}, fmt.Errorf("%w: URL longer than %d bytes", ErrBadInput, runreport.MaxURLLength)
 	}
 	c := newCrawler(cfg, u)
 	if c.cfg.Timeout > 0 {
@@ -127,7 +127,7 @@ type crawler struct {
 	token  string
 	start  *url.URL
 
-	res      result.Crawl
+	res      runreport.Crawl
 	policy   robots.Policy
 	addrs    map[string][]netip.Addr // host → IPv4 addresses, for the per-address gates
 	requests int                     // page requests sent (the budget)
@@ -174,11 +174,11 @@ func newCrawler(cfg Config, start *url.URL) *crawler {
 		hosts:  &politeness.Hosts{Gap: cfg.Delay},
 		token:  cfg.Token,
 		start:  start,
-		res: result.Crawl{
+		res: runreport.Crawl{
 			Site:      urlnorm.Origin(start),
 			UserAgent: cfg.UserAgent,
-			Pages:     []result.Page{},
-			Skipped:   []result.Skip{},
+			Pages:     []runreport.Page{},
+			Skipped:   []runreport.Skip{},
 		},
 		seen:       map[string]bool{},
 		addrs:      map[string][]netip.Addr{},
@@ -193,13 +193,13 @@ func newCrawler(cfg Config, start *url.URL) *crawler {
 // what the site sent (a Location, a Content-Type, an error quoting either),
 // so both are capped before they enter the document or the log.
 func (c *crawler) skip(u string, reason string) {
-	u, reason = result.Cut(u, result.MaxURLLength), result.Cut(reason, result.MaxReasonLength)
+	u, reason = runreport.Cut(u, runreport.MaxURLLength), runreport.Cut(reason, runreport.MaxReasonLength)
 	c.log.Info("skipped", "url", u, "reason", reason)
-	if len(c.res.Skipped) >= result.MaxSkipped {
+	if len(c.res.Skipped) >= runreport.MaxSkipped {
 		c.res.SkippedOmitted++
 		return
 	}
-	c.res.Skipped = append(c.res.Skipped, result.Skip{URL: u, Reason: reason})
+	c.res.Skipped = append(c.res.Skipped, runreport.Skip{URL: u, Reason: reason})
 }
 
 // stop ends the crawl; retryAfter > 0 asks the operator to stay away that
@@ -354,8 +354,8 @@ func (c *crawler) enqueue(u *url.URL) {
 		return
 	}
 	c.seen[k] = true
-	if len(k) > result.MaxURLLength {
-		c.skip(k, fmt.Sprintf("URL longer than %d bytes", result.MaxURLLength))
+	if len(k) > runreport.MaxURLLength {
+		c.skip(k, fmt.Sprintf("URL longer than %d bytes", runreport.MaxURLLength))
 		return
 	}
 	c.queue = append(c.queue, u)
@@ -539,8 +539,8 @@ func (c *crawler) redirectTarget(cur *url.URL, resp *fetch.Response, hop int) (*
 		c.skip(cur.String(), fmt.Sprintf("HTTP %d without a usable Location", resp.StatusCode))
 	case !urlnorm.SameSite(next, c.start):
 		c.skip(cur.String(), fmt.Sprintf("redirects off-site to %s (not followed)", next))
-	case len(next.String()) > result.MaxURLLength:
-		c.skip(cur.String(), fmt.Sprintf("redirects to a URL longer than %d bytes", result.MaxURLLength))
+	case len(next.String()) > runreport.MaxURLLength:
+		c.skip(cur.String(), fmt.Sprintf("redirects to a URL longer than %d bytes", runreport.MaxURLLength))
 	case hop+1 > MaxRedirects:
 		c.skip(cur.String(), "too many redirects")
 	case c.isPage(next):
@@ -635,12 +635,12 @@ func (c *crawler) page(u *url.URL, resp *fetch.Response) {
 		return
 	}
 	c.pageIndex[u.String()] = len(c.res.Pages)
-	c.res.Pages = append(c.res.Pages, result.Page{
+	c.res.Pages = append(c.res.Pages, runreport.Page{
 		URL:         u.String(),
 		StatusCode:  resp.StatusCode,
-		Title:       result.Cut(p.Title, result.MaxTitleLength),
-		Description: result.Cut(p.Description, result.MaxDescriptionLength),
-		Headings: result.Headings{
+		Title:       runreport.Cut(p.Title, runreport.MaxTitleLength),
+		Description: runreport.Cut(p.Description, runreport.MaxDescriptionLength),
+		Headings: runreport.Headings{
 			H1: headings(p.H1),
 			H2: headings(p.H2),
 			H3: headings(p.H3),
@@ -662,7 +662,7 @@ func sniffType(body []byte) string {
 }
 
 func headings(h []string) []string {
-	if h = result.CutAll(h, result.MaxHeadingsPerLevel, result.MaxHeadingLength); h == nil {
+	if h = runreport.CutAll(h, runreport.MaxHeadingsPerLevel, runreport.MaxHeadingLength); h == nil {
 		return []string{}
 	}
 	return h
@@ -678,7 +678,7 @@ func mediaType(ct string) string {
 
 func (c *crawler) addAnchor(target, text string) {
 	list := c.anchors[target]
-	if text = result.Cut(text, result.MaxAnchorLength); text == "" || len(list) >= result.MaxInboundAnchors {
+	if text = runreport.Cut(text, runreport.MaxAnchorLength); text == "" || len(list) >= runreport.MaxInboundAnchors {
 		return
 	}
 	for _, t := range list {
@@ -692,15 +692,15 @@ func (c *crawler) addAnchor(target, text string) {
 func (c *crawler) addOffSite(target, text string) {
 	i, ok := c.offSite[target]
 	if !ok {
-		if len(c.res.OffSiteLinks) >= result.MaxOffSiteLinks || len(target) > result.MaxURLLength {
+		if len(c.res.OffSiteLinks) >= runreport.MaxOffSiteLinks || len(target) > runreport.MaxURLLength {
 			return
 		}
 		i = len(c.res.OffSiteLinks)
 		c.offSite[target] = i
-		c.res.OffSiteLinks = append(c.res.OffSiteLinks, result.OffSiteLink{URL: target, Anchors: []string{}})
+		c.res.OffSiteLinks = append(c.res.OffSiteLinks, runreport.OffSiteLink{URL: target, Anchors: []string{}})
 	}
 	l := &c.res.OffSiteLinks[i]
-	if text = result.Cut(text, result.MaxAnchorLength); text == "" || len(l.Anchors) >= result.MaxOffSiteAnchors {
+	if text = runreport.Cut(text, runreport.MaxAnchorLength); text == "" || len(l.Anchors) >= runreport.MaxOffSiteAnchors {
 		return
 	}
 	for _, t := range l.Anchors {
@@ -713,22 +713,22 @@ func (c *crawler) addOffSite(target, text string) {
 
 // snapshot returns a copy of the crawl so far with each page's inbound
 // anchors (including those of URLs that redirected to it).
-func (c *crawler) snapshot() result.Crawl {
+func (c *crawler) snapshot() runreport.Crawl {
 	out := c.res
-	out.Pages = make([]result.Page, len(c.res.Pages))
+	out.Pages = make([]runreport.Page, len(c.res.Pages))
 	copy(out.Pages, c.res.Pages)
 	for i := range out.Pages {
 		out.Pages[i].InboundAnchors = c.inbound(out.Pages[i].URL)
 	}
-	out.Skipped = append([]result.Skip{}, c.res.Skipped...)
+	out.Skipped = append([]runreport.Skip{}, c.res.Skipped...)
 	if c.res.OffSiteLinks != nil {
-		out.OffSiteLinks = make([]result.OffSiteLink, len(c.res.OffSiteLinks))
+		out.OffSiteLinks = make([]runreport.OffSiteLink, len(c.res.OffSiteLinks))
 		for i, l := range c.res.OffSiteLinks {
-			out.OffSiteLinks[i] = result.OffSiteLink{URL: l.URL, Anchors: append([]string{}, l.Anchors...)}
+			out.OffSiteLinks[i] = runreport.OffSiteLink{URL: l.URL, Anchors: append([]string{}, l.Anchors...)}
 		}
 	}
-	if result.Fit(&out, result.MaxDocumentBytes) {
-		c.log.Warn("document trimmed to its size limit", "limit", result.MaxDocumentBytes)
+	if runreport.Fit(&out, runreport.MaxDocumentBytes) {
+		c.log.Warn("document trimmed to its size limit", "limit", runreport.MaxDocumentBytes)
 	}
 	return out
 }
@@ -744,7 +744,7 @@ func (c *crawler) inbound(u string) []string {
 		}
 		visited[k] = true
 		for _, t := range c.anchors[k] {
-			if !seen[t] && len(texts) < result.MaxInboundAnchors {
+			if !seen[t] && len(texts) < runreport.MaxInboundAnchors {
 				seen[t] = true
 				texts = append(texts, t)
 			}

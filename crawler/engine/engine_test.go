@@ -17,8 +17,8 @@ import (
 
 	"github.com/lohisoft/crawl-operator/crawler/fetch"
 	"github.com/lohisoft/crawl-operator/crawler/politeness"
-	"github.com/lohisoft/crawl-operator/crawler/result"
 	"github.com/lohisoft/crawl-operator/crawler/robots"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/testsite"
 )
@@ -35,7 +35,7 @@ func testConfig() Config {
 	}
 }
 
-func crawl(t *testing.T, cfg Config, start string) result.Crawl {
+func crawl(t *testing.T, cfg Config, start string) runreport.Crawl {
 	t.Helper()
 	res, err := Crawl(context.Background(), cfg, start)
 	if err != nil {
@@ -44,7 +44,7 @@ func crawl(t *testing.T, cfg Config, start string) result.Crawl {
 	return res
 }
 
-func pageURLs(res result.Crawl) []string {
+func pageURLs(res runreport.Crawl) []string {
 	var out []string
 	for _, p := range res.Pages {
 		out = append(out, p.URL)
@@ -52,7 +52,7 @@ func pageURLs(res result.Crawl) []string {
 	return out
 }
 
-func skipReason(res result.Crawl, url string) string {
+func skipReason(res runreport.Crawl, url string) string {
 	for _, s := range res.Skipped {
 		if s.URL == url {
 			return s.Reason
@@ -102,11 +102,11 @@ func TestPolitenessBudgetAndRobots(t *testing.T) {
 	if n := s.Count("/robots.txt"); n != 1 {
 		t.Errorf("robots.txt fetched %d times", n)
 	}
-	if n := s.PageRequests(); n != result.MaxPages {
-		t.Errorf("page requests = %d, want exactly %d", n, result.MaxPages)
+	if n := s.PageRequests(); n != runreport.MaxPages {
+		t.Errorf("page requests = %d, want exactly %d", n, runreport.MaxPages)
 	}
-	if len(res.Pages) != result.MaxPages {
-		t.Errorf("pages = %d, want %d", len(res.Pages), result.MaxPages)
+	if len(res.Pages) != runreport.MaxPages {
+		t.Errorf("pages = %d, want %d", len(res.Pages), runreport.MaxPages)
 	}
 	if res.Robots.Status != 200 || res.Robots.FetchedAt.IsZero() {
 		t.Errorf("robots %+v", res.Robots)
@@ -123,8 +123,8 @@ func TestPolitenessBudgetAndRobots(t *testing.T) {
 			budgetSkips++
 		}
 	}
-	if budgetSkips != 25+1-result.MaxPages {
-		t.Errorf("budget skips = %d, want %d", budgetSkips, 25+1-result.MaxPages)
+	if budgetSkips != 25+1-runreport.MaxPages {
+		t.Errorf("budget skips = %d, want %d", budgetSkips, 25+1-runreport.MaxPages)
 	}
 	if out, _ := json.Marshal(res); bytes.Contains(out, []byte(marker)) {
 		t.Error("body text in the result")
@@ -164,7 +164,7 @@ func TestInboundAnchors(t *testing.T) {
 	s.HTML("/x", `<title>X</title><a href="/y">Why</a>`)
 	s.Redirect("/old", "/x", http.StatusMovedPermanently)
 	res := crawl(t, testConfig(), s.URL)
-	var x *result.Page
+	var x *runreport.Page
 	for i := range res.Pages {
 		if res.Pages[i].URL == s.URL+"/x" {
 			x = &res.Pages[i]
@@ -410,7 +410,7 @@ func TestRedirects(t *testing.T) {
 		t.Errorf("chain reason %q, skipped %+v", r, res.Skipped)
 	}
 	// Every request was a page request within budget.
-	if s.PageRequests() > result.MaxPages {
+	if s.PageRequests() > runreport.MaxPages {
 		t.Errorf("page requests %d over budget", s.PageRequests())
 	}
 }
@@ -662,7 +662,7 @@ func TestInterruptedCrawl(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := testConfig()
-	cfg.Progress = func(c result.Crawl) {
+	cfg.Progress = func(c runreport.Crawl) {
 		if len(c.Pages) == 1 {
 			go func() { time.Sleep(100 * time.Millisecond); cancel() }()
 		}
@@ -747,8 +747,8 @@ func TestProgressAndNoBodyTextInLogs(t *testing.T) {
 	var logs bytes.Buffer
 	cfg := testConfig()
 	cfg.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var snaps []result.Crawl
-	cfg.Progress = func(c result.Crawl) { snaps = append(snaps, c) }
+	var snaps []runreport.Crawl
+	cfg.Progress = func(c runreport.Crawl) { snaps = append(snaps, c) }
 	res := crawl(t, cfg, s.URL)
 	if len(snaps) != 2 || len(snaps[0].Pages) != 1 || len(snaps[1].Pages) != 2 {
 		t.Fatalf("progress snapshots: %d", len(snaps))

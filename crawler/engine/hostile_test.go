@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/hostilesite"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/testsite"
 )
@@ -17,21 +17,21 @@ import (
 // hostileCrawl crawls start with logs captured, and checks what holds for
 // every hostile site: no body text in the document, its progress or the
 // logs, and every document within MaxDocumentBytes.
-func hostileCrawl(t *testing.T, cfg Config, start string) result.Crawl {
+func hostileCrawl(t *testing.T, cfg Config, start string) runreport.Crawl {
 	t.Helper()
 	var logs bytes.Buffer
 	cfg.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var docs []result.Crawl
-	cfg.Progress = func(c result.Crawl) { docs = append(docs, c) }
+	var docs []runreport.Crawl
+	cfg.Progress = func(c runreport.Crawl) { docs = append(docs, c) }
 	res := crawl(t, cfg, start)
 	docs = append(docs, res)
 	for i, d := range docs {
-		b, err := result.Marshal(d)
+		b, err := runreport.Marshal(d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(b) > result.MaxDocumentBytes {
-			t.Errorf("document %d is %d bytes, over the %d limit", i, len(b), result.MaxDocumentBytes)
+		if len(b) > runreport.MaxDocumentBytes {
+			t.Errorf("document %d is %d bytes, over the %d limit", i, len(b), runreport.MaxDocumentBytes)
 		}
 		if bytes.Contains(b, []byte(hostilesite.Marker)) {
 			t.Errorf("document %d holds body text", i)
@@ -62,7 +62,7 @@ func TestDotSegmentSpellingsNeverReachDisallowed(t *testing.T) {
 func TestMessySite(t *testing.T) {
 	s := hostilesite.NewMessy(t)
 	res := hostileCrawl(t, testConfig(), s.URL+"/")
-	pages := map[string]result.Page{}
+	pages := map[string]runreport.Page{}
 	for _, p := range res.Pages {
 		pages[strings.TrimPrefix(p.URL, s.URL)] = p
 	}
@@ -108,30 +108,30 @@ func TestBigSiteFitsTheDocumentLimit(t *testing.T) {
 	if len(res.Pages) == 0 {
 		t.Fatal("nothing indexed")
 	}
-	long := skipReason(res, s.URL+s.LongURL[:result.MaxURLLength-len(s.URL)])
+	long := skipReason(res, s.URL+s.LongURL[:runreport.MaxURLLength-len(s.URL)])
 	if long != "URL longer than 2048 bytes" {
 		t.Errorf("long URL reason %q", long)
 	}
-	if r := skipReason(res, s.URL+"/weird-type"); !strings.HasPrefix(r, "not HTML (application/x-zzz") || len(r) > result.MaxReasonLength {
+	if r := skipReason(res, s.URL+"/weird-type"); !strings.HasPrefix(r, "not HTML (application/x-zzz") || len(r) > runreport.MaxReasonLength {
 		t.Errorf("weird type reason %q", r)
 	}
 	for _, sk := range res.Skipped {
-		if len(sk.URL) > result.MaxURLLength || len(sk.Reason) > result.MaxReasonLength {
+		if len(sk.URL) > runreport.MaxURLLength || len(sk.Reason) > runreport.MaxReasonLength {
 			t.Errorf("skip entry over its caps: %d-byte URL, %d-byte reason", len(sk.URL), len(sk.Reason))
 		}
 	}
 	for _, p := range res.Pages {
-		if len(p.Title) > result.MaxTitleLength || len(p.Description) > result.MaxDescriptionLength ||
-			len(p.Headings.H1) > result.MaxHeadingsPerLevel || len(p.InboundAnchors) > result.MaxInboundAnchors {
+		if len(p.Title) > runreport.MaxTitleLength || len(p.Description) > runreport.MaxDescriptionLength ||
+			len(p.Headings.H1) > runreport.MaxHeadingsPerLevel || len(p.InboundAnchors) > runreport.MaxInboundAnchors {
 			t.Errorf("%s over its caps", p.URL)
 		}
 		for _, h := range slices.Concat(p.Headings.H1, p.Headings.H2, p.Headings.H3) {
-			if len(h) > result.MaxHeadingLength {
+			if len(h) > runreport.MaxHeadingLength {
 				t.Errorf("%s: %d-byte heading", p.URL, len(h))
 			}
 		}
 	}
-	if len(res.OffSiteLinks) > result.MaxOffSiteLinks {
+	if len(res.OffSiteLinks) > runreport.MaxOffSiteLinks {
 		t.Errorf("%d off-site links", len(res.OffSiteLinks))
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
 
 // Limits keep a hostile page from making the result (or memory) large.
@@ -242,7 +242,7 @@ func runeClass(r rune) int {
 		return rKeep
 	case r == 0x85: // NEL, a C1 control, is a line break: a space
 		return rSpace
-	case result.IsControlOrBidi(r): // DEL, C1, bidi overrides: one definition, shared with the manager
+	case runreport.IsControlOrBidi(r): // DEL, C1, bidi overrides: one definition, shared with the manager
 		return rDrop
 	case isSpace(r):
 		return rSpace

@@ -14,8 +14,8 @@ import (
 	"strings"
 
 	"github.com/lohisoft/crawl-operator/crawler/engine"
-	"github.com/lohisoft/crawl-operator/crawler/result"
 	"github.com/lohisoft/crawl-operator/crawler/robots"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/verify"
 )
 
@@ -61,7 +61,7 @@ func Default() Identity {
 		OtherUserAgents: []string{DefaultLegacyUserAgent},
 		ProductToken:    engine.TokenFor(engine.DefaultUserAgent),
 		HostnameSuffix:  verify.Suffix,
-		MaxPages:        result.MaxPages,
+		MaxPages:        runreport.MaxPages,
 		IPsURL:          DefaultIPsURL,
 	}
 }
@@ -95,8 +95,8 @@ func (id Identity) Validate() error {
 	if err := checkSuffix(id.HostnameSuffix); err != nil {
 		errs = append(errs, err)
 	}
-	if id.MaxPages < 1 || id.MaxPages > result.MaxPages {
-		errs = append(errs, fmt.Errorf("budget %d must be between 1 and the crawler's limit %d", id.MaxPages, result.MaxPages))
+	if id.MaxPages < 1 || id.MaxPages > runreport.MaxPages {
+		errs = append(errs, fmt.Errorf("budget %d must be between 1 and the crawler's limit %d", id.MaxPages, runreport.MaxPages))
 	}
 	if u, err := url.Parse(id.IPsURL); err != nil || u.Scheme != "https" || u.Host == "" {
 		errs = append(errs, fmt.Errorf("IP list URL %q must be an absolute https URL", id.IPsURL))

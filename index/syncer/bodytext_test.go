@@ -11,11 +11,11 @@ import (
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/engine"
 	"github.com/lohisoft/crawl-operator/crawler/fetch"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/testsite"
 	"github.com/lohisoft/crawl-operator/index/store/sqlstore"
 	"github.com/lohisoft/crawl-operator/index/store/storetest"
-	"github.com/lohisoft/crawl-operator/internal/results"
+	"github.com/lohisoft/crawl-operator/internal/reportendpoint"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
@@ -44,7 +44,7 @@ func TestBodyTextIsStoredNowhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := results.IndexStatus(result.Report{Final: true, Result: crawl}, owner, "run-1", crawlv1.MaxIndexedPages, time.Now())
+	status := reportendpoint.IndexStatus(runreport.Report{Final: true, Result: crawl}, owner, "run-1", crawlv1.MaxIndexedPages, time.Now())
 	if len(status.Pages) != 2 {
 		t.Fatalf("crawl indexed %d pages, want 2: %+v", len(status.Pages), crawl)
 	}

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
@@ -139,9 +140,6 @@ const (
 	NameValue      = "lohisoftbot-crawler"
 	ManagedByValue = "crawl-operator"
 
-	// TokenEnv is how the run token reaches the crawler: from the run's
-	// Secret, never in argv.
-	TokenEnv = "CRAWL_REPORT_TOKEN"
 	// TokenKey is the key of the token in the run's Secret.
 	TokenKey = "token"
 
@@ -288,7 +286,7 @@ func MaxPages(spec crawlv1.CrawlTargetSpec) int32 {
 // ReportURL is where a run reports: one URL per run, so a token is only
 // ever checked against its own Pod.
 func ReportURL(base, namespace, pod string) string {
-	return fmt.Sprintf("%s/v1/runs/%s/%s", base, namespace, pod)
+	return base + runreport.Path(namespace, pod)
 }
 
 // TokenSecret builds the Secret that hands a run its token. It is owned by
@@ -387,7 +385,7 @@ func Pod(r Run, cfg Config) *corev1.Pod {
 				Command:         []string{"crawler"},
 				Args:            args,
 				Env: []corev1.EnvVar{{
-					Name: TokenEnv,
+					Name: runreport.TokenEnv,
 					ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 						LocalObjectReference: corev1.LocalObjectReference{Name: SecretName(name)},
 						Key:                  TokenKey,

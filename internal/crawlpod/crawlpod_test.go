@@ -1,6 +1,8 @@
 package crawlpod
 
 import (
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
+
 	"slices"
 	"strings"
 	"testing"
@@ -64,7 +66,7 @@ func TestPodIsRestrictedAndCredentialFree(t *testing.T) {
 	if c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() {
 		t.Errorf("resources not set: %+v", c.Resources)
 	}
-	if len(c.Env) != 1 || c.Env[0].Name != TokenEnv || c.Env[0].ValueFrom.SecretKeyRef.Name != "example-crawl-3-token" {
+	if len(c.Env) != 1 || c.Env[0].Name != runreport.TokenEnv || c.Env[0].ValueFrom.SecretKeyRef.Name != "example-crawl-3-token" {
 		t.Errorf("token must come from the run's Secret, got %+v", c.Env)
 	}
 	for _, a := range c.Args {

@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 )
 
@@ -110,15 +110,15 @@ func PostReport(t testing.TB, base string, pod *corev1.Pod, token string, body a
 }
 
 // Pages builds n pages of a crawl result under base.
-func Pages(base string, n int) []result.Page {
-	var out []result.Page
+func Pages(base string, n int) []runreport.Page {
+	var out []runreport.Page
 	for i := range n {
-		out = append(out, result.Page{
+		out = append(out, runreport.Page{
 			URL:            fmt.Sprintf("%s/page-%d", base, i),
 			StatusCode:     200,
 			Title:          fmt.Sprintf("Page %d", i),
 			Description:    "A page of the test site",
-			Headings:       result.Headings{H1: []string{"Heading"}},
+			Headings:       runreport.Headings{H1: []string{"Heading"}},
 			InboundAnchors: []string{"link to page"},
 			FetchedAt:      time.Now(),
 		})
@@ -131,8 +131,8 @@ func Pages(base string, n int) []result.Page {
 func FinishCrawl(t testing.TB, c client.Client, resultsURL string, pod *corev1.Pod, base string, n int) {
 	t.Helper()
 	SetPodPhase(t, c, pod, corev1.PodRunning, 0)
-	code, body := PostReport(t, resultsURL, pod, RunToken(t, c, pod), result.Report{Final: true, Result: result.Crawl{
-		Site: base, Robots: result.Robots{Status: 404}, Pages: Pages(base, n),
+	code, body := PostReport(t, resultsURL, pod, RunToken(t, c, pod), runreport.Report{Final: true, Result: runreport.Crawl{
+		Site: base, Robots: runreport.Robots{Status: 404}, Pages: Pages(base, n),
 	}})
 	if code != http.StatusOK {
 		t.Fatalf("final report: %d %s", code, body)

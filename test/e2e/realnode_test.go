@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
@@ -375,7 +375,7 @@ func (p *resultsProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20))
 	run := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
-	var rep result.Report
+	var rep runreport.Report
 	_ = json.Unmarshal(body, &rep)
 	p.mu.Lock()
 	hold := p.hold[run]

@@ -1,10 +1,10 @@
-package results
+package reportendpoint
 
 import (
 	"strings"
 
 	"github.com/lohisoft/crawl-operator/crawler/fetch"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
 
 // refusedPrefix starts the reason of a skipped entry when the crawler
@@ -13,14 +13,14 @@ const refusedPrefix = "refused: "
 
 // maxRefusedLength caps SiteIndexStatus.Refused (its CRD maxLength): a skip
 // reason's own limit.
-const maxRefusedLength = result.MaxReasonLength
+const maxRefusedLength = runreport.MaxReasonLength
 
 // refusal returns why a final crawl refused the site's own address, or "".
 // Only the address rules count (fetch.IsPermanent: IPv6 only, no A record,
 // a non-public address): a refused connection or a timeout may be gone
 // tomorrow and is retried on the usual schedule. A crawl that indexed pages
 // did reach the site, so it was not refused.
-func refusal(rep result.Report, pages int) string {
+func refusal(rep runreport.Report, pages int) string {
 	if !rep.Final || pages > 0 {
 		return ""
 	}
@@ -31,7 +31,7 @@ func refusal(rep result.Report, pages int) string {
 		}
 		for _, p := range permanent {
 			if strings.Contains(s.Reason, p) {
-				return result.Cut(s.Reason, maxRefusedLength)
+				return runreport.Cut(s.Reason, maxRefusedLength)
 			}
 		}
 	}

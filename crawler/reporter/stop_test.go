@@ -1,4 +1,4 @@
-package report
+package reporter
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
 
 // hangingManager accepts connections and never answers, the worst a results
@@ -33,7 +33,7 @@ func TestFinalAfterStopIsBoundedWhenEndpointHangs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel) // SIGTERM while the first post hangs
 	start := time.Now()
-	err := c.Final(ctx, result.Crawl{})
+	err := c.Final(ctx, runreport.Crawl{})
 	took := time.Since(start)
 	if err == nil || !strings.Contains(err.Error(), "stopping") {
 		t.Fatalf("err = %v, want a not-delivered error naming the stop", err)
@@ -52,7 +52,7 @@ func TestFinalAfterStopIsBoundedWhenEndpointKeepsFailing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // stopped before the crawl even reported
 	start := time.Now()
-	if err := c.Final(ctx, result.Crawl{}); err == nil {
+	if err := c.Final(ctx, runreport.Crawl{}); err == nil {
 		t.Fatal("delivered to an endpoint that only answers 503")
 	}
 	if took := time.Since(start); took > 1200*time.Millisecond {
@@ -76,7 +76,7 @@ func TestFinalAfterStopLongRetryAfterIsNotWaitedFor(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	start := time.Now()
-	if err := c.Final(ctx, result.Crawl{}); err == nil {
+	if err := c.Final(ctx, runreport.Crawl{}); err == nil {
 		t.Fatal("delivered")
 	}
 	if took := time.Since(start); took > time.Second {
@@ -95,7 +95,7 @@ func TestFinalAfterStopStillDelivers(t *testing.T) {
 	c := fastClient(srv.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	partial := result.Crawl{Site: "http://a.test:80", Pages: []result.Page{{URL: "http://a.test/"}}}
+	partial := runreport.Crawl{Site: "http://a.test:80", Pages: []runreport.Page{{URL: "http://a.test/"}}}
 	if err := c.Final(ctx, partial); err != nil {
 		t.Fatalf("partial result not delivered after a stop: %v", err)
 	}
@@ -113,7 +113,7 @@ func TestFinalWithoutStopKeepsItsRetryWindow(t *testing.T) {
 	c.FinalFor = 600 * time.Millisecond
 	c.StopGrace = 50 * time.Millisecond
 	start := time.Now()
-	err := c.Final(context.Background(), result.Crawl{})
+	err := c.Final(context.Background(), runreport.Crawl{})
 	took := time.Since(start)
 	if err == nil || !strings.Contains(err.Error(), "retry time is up") {
 		t.Fatalf("err = %v", err)

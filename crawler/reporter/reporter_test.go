@@ -1,4 +1,4 @@
-package report
+package reporter
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/lohisoft/crawl-operator/crawler/politeness"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
 
 type manager struct {
 	mu      sync.Mutex
-	reports []result.Report
+	reports []runreport.Report
 	auth    []string
 	ctype   []string
 	answer  func(n int) int // status for the n-th post (1-based)
@@ -26,7 +26,7 @@ type manager struct {
 func (m *manager) start(t *testing.T) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		var rep result.Report
+		var rep runreport.Report
 		if r.Method != http.MethodPost || json.Unmarshal(body, &rep) != nil {
 			w.WriteHeader(http.StatusBadRequest)
 			return
@@ -58,8 +58,8 @@ func TestProgressAndFinal(t *testing.T) {
 	m := &manager{}
 	srv := m.start(t)
 	c := fastClient(srv.URL)
-	c.Progress(context.Background(), result.Crawl{Site: "http://a.test:80", Pages: []result.Page{{URL: "http://a.test/"}}})
-	if err := c.Final(context.Background(), result.Crawl{Site: "http://a.test:80"}); err != nil {
+	c.Progress(context.Background(), runreport.Crawl{Site: "http://a.test:80", Pages: []runreport.Page{{URL: "http://a.test/"}}})
+	if err := c.Final(context.Background(), runreport.Crawl{Site: "http://a.test:80"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(m.reports) != 2 || m.reports[0].Final || !m.reports[1].Final || len(m.reports[0].Result.Pages) != 1 {
@@ -83,7 +83,7 @@ func TestFinalRetriesUntilManagerIsBack(t *testing.T) {
 		return http.StatusOK
 	}}
 	srv := m.start(t)
-	if err := fastClient(srv.URL).Final(context.Background(), result.Crawl{}); err != nil {
+	if err := fastClient(srv.URL).Final(context.Background(), runreport.Crawl{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(m.reports) != 3 {
@@ -99,7 +99,7 @@ func TestFinalRetriesNetworkErrors(t *testing.T) {
 	c := fastClient("http://" + addr + "/results")
 	c.FinalFor = 300 * time.Millisecond
 	start := time.Now()
-	err := c.Final(context.Background(), result.Crawl{})
+	err := c.Final(context.Background(), runreport.Crawl{})
 	if err == nil {
 		t.Fatal("delivered to a closed port")
 	}
@@ -111,7 +111,7 @@ func TestFinalRetriesNetworkErrors(t *testing.T) {
 func TestFinalStopsOnClientError(t *testing.T) {
 	m := &manager{answer: func(int) int { return http.StatusUnauthorized }}
 	srv := m.start(t)
-	err := fastClient(srv.URL).Final(context.Background(), result.Crawl{})
+	err := fastClient(srv.URL).Final(context.Background(), runreport.Crawl{})
 	var se *StatusError
 	if !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
 		t.Fatalf("err %v", err)
@@ -125,7 +125,7 @@ func TestProgressFailureIsNotFatal(t *testing.T) {
 	m := &manager{answer: func(int) int { return http.StatusInternalServerError }}
 	srv := m.start(t)
 	c := fastClient(srv.URL)
-	c.Progress(context.Background(), result.Crawl{}) // must return, not retry
+	c.Progress(context.Background(), runreport.Crawl{}) // must return, not retry
 	if len(m.reports) != 1 {
 		t.Fatalf("progress posted %d times, want 1", len(m.reports))
 	}

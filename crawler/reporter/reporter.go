@@ -1,10 +1,10 @@
-// Package report delivers crawl results to the manager's results endpoint:
+// Package reporter delivers crawl results to the manager's results endpoint:
 // progress after every page (best effort) and the final document (retried
 // until the manager takes it, or the time is up). Once the crawler is told
 // to stop (SIGTERM: the kubelet is ending the Pod), the final report gets
 // only a few more seconds, so the crawler exits within the Pod's
 // termination grace period whatever the endpoint does.
-package report
+package reporter
 
 import (
 	"bytes"
@@ -19,14 +19,10 @@ import (
 	"time"
 
 	"github.com/lohisoft/crawl-operator/crawler/politeness"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
 
-// TokenEnv is the environment variable the crawler Pod passes the report
-// token in, so that it does not appear in the process's arguments.
-const TokenEnv = "CRAWL_REPORT_TOKEN"
-
-// Client posts result.Report documents.
+// Client posts runreport.Report documents.
 type Client struct {
 	URL   string
 	Token string
@@ -96,8 +92,8 @@ func retryable(err error) bool {
 	return err != nil
 }
 
-func (c *Client) post(ctx context.Context, rep result.Report) (http.Header, error) {
-	body, err := result.Marshal(rep)
+func (c *Client) post(ctx context.Context, rep runreport.Report) (http.Header, error) {
+	body, err := runreport.Marshal(rep)
 	if err != nil {
 		return nil, err
 	}
@@ -121,10 +117,10 @@ func (c *Client) post(ctx context.Context, rep result.Report) (http.Header, erro
 
 // Progress posts the crawl so far. Failures are logged and otherwise
 // ignored: the crawl goes on, and the final report carries everything.
-func (c *Client) Progress(ctx context.Context, crawl result.Crawl) {
+func (c *Client) Progress(ctx context.Context, crawl runreport.Crawl) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := c.post(ctx, result.Report{Final: false, Result: crawl}); err != nil {
+	if _, err := c.post(ctx, runreport.Report{Final: false, Result: crawl}); err != nil {
 		c.log().Warn("progress report not delivered", "err", err)
 	}
 }
@@ -137,7 +133,7 @@ func (c *Client) Progress(ctx context.Context, crawl result.Crawl) {
 // "give up now". The report still goes out, a partial result being worth
 // having, but from the moment ctx is done Final takes at most StopGrace
 // more, a request in flight included.
-func (c *Client) Final(ctx context.Context, crawl result.Crawl) error {
+func (c *Client) Final(ctx context.Context, crawl runreport.Crawl) error {
 	limit := c.FinalFor
 	if limit <= 0 {
 		limit = 2 * time.Minute
@@ -179,7 +175,7 @@ func (c *Client) Final(ctx context.Context, crawl result.Crawl) error {
 		return deadline
 	}
 	for attempt := 1; ; attempt++ {
-		h, err := c.post(bounded, result.Report{Final: true, Result: crawl})
+		h, err := c.post(bounded, runreport.Report{Final: true, Result: crawl})
 		if err == nil {
 			c.log().Info("final report delivered", "attempts", attempt)
 			return nil

@@ -1,10 +1,10 @@
-// Package egress checks, again and again, that every egress node passes
+// Package fcrdns checks, again and again, that every egress node passes
 // the forward-confirmed reverse DNS test the bot page tells site owners to
 // run: the PTR name of the node's public IPv4 address must end in the
 // configured suffix and resolve back to that address. A node that fails
 // gets a Warning Event and a metric, and Healthy reports it so the
 // CrawlTarget reconciler can keep crawls off it.
-package egress
+package fcrdns
 
 import (
 	"context"

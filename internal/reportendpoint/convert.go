@@ -1,4 +1,4 @@
-package results
+package reportendpoint
 
 import (
 	"time"
@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
@@ -14,7 +14,7 @@ import (
 // comes from a Pod that parsed hostile pages, so nothing in it is trusted:
 // pages off the site are dropped, the page count is held to the budget, and
 // every string and list is cut to the SiteIndex caps.
-func IndexStatus(rep result.Report, owner site.Site, run string, maxPages int, now time.Time) crawlv1.SiteIndexStatus {
+func IndexStatus(rep runreport.Report, owner site.Site, run string, maxPages int, now time.Time) crawlv1.SiteIndexStatus {
 	maxPages = min(maxPages, crawlv1.MaxIndexedPages)
 	st := crawlv1.SiteIndexStatus{
 		Run:      run,
@@ -37,14 +37,14 @@ func IndexStatus(rep result.Report, owner site.Site, run string, maxPages int, n
 		st.Pages = append(st.Pages, crawlv1.IndexedPage{
 			URL:         p.URL,
 			StatusCode:  int32(clampStatus(p.StatusCode)),
-			Title:       result.Cut(p.Title, crawlv1.MaxTitleLength),
-			Description: result.Cut(p.Description, crawlv1.MaxDescriptionLength),
+			Title:       runreport.Cut(p.Title, crawlv1.MaxTitleLength),
+			Description: runreport.Cut(p.Description, crawlv1.MaxDescriptionLength),
 			Headings: crawlv1.Headings{
-				H1: result.CutAll(p.Headings.H1, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
-				H2: result.CutAll(p.Headings.H2, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
-				H3: result.CutAll(p.Headings.H3, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
+				H1: runreport.CutAll(p.Headings.H1, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
+				H2: runreport.CutAll(p.Headings.H2, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
+				H3: runreport.CutAll(p.Headings.H3, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
 			},
-			InboundAnchors: result.CutAll(p.InboundAnchors, crawlv1.MaxInboundAnchors, crawlv1.MaxAnchorLength),
+			InboundAnchors: runreport.CutAll(p.InboundAnchors, crawlv1.MaxInboundAnchors, crawlv1.MaxAnchorLength),
 			FetchedAt:      timeOrNil(p.FetchedAt),
 		})
 	}

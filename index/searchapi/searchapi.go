@@ -1,4 +1,4 @@
-// Package api is the search index's HTTP JSON API:
+// Package searchapi is the search index's HTTP JSON API:
 //
 //	GET /api/v1/search?q=...&limit=...   ranked results: url, title, description, site
 //	GET /api/v1/sites                     indexed sites
@@ -7,7 +7,7 @@
 // There is no body text anywhere to answer with, so a result only points
 // the way back to the page. Bad input gets a 4xx with {"error": "..."}; while
 // the backend is unreachable every query gets a 503 with Retry-After.
-package api
+package searchapi
 
 import (
 	"context"

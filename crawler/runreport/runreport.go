@@ -1,8 +1,8 @@
-// Package result holds the document a crawl produces. It is the contract
+// Package runreport holds the document a crawl produces. It is the contract
 // between the crawler (which prints it, or reports it to the manager) and the
 // manager (which stores it in a SiteIndex), so it lives in its own package with
 // no behaviour beyond JSON shape.
-package result
+package runreport
 
 import "time"
 

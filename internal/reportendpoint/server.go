@@ -1,8 +1,8 @@
-// Package results is the manager's results endpoint. Crawler Pods hold no
+// Package reportendpoint is the manager's results endpoint. Crawler Pods hold no
 // Kubernetes credentials, so they hand their progress and final result to
 // this endpoint, authenticated by their run's token; the endpoint checks the
 // token against the run's Pod, bounds the payload and writes the SiteIndex.
-package results
+package reportendpoint
 
 import (
 	"context"
@@ -22,14 +22,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
 // DefaultMaxBody bounds one report: the crawler trims every document to
-// result.MaxDocumentBytes, so anything bigger is a broken or hostile crawler.
-const DefaultMaxBody = result.MaxReportBytes
+// runreport.MaxDocumentBytes, so anything bigger is a broken or hostile crawler.
+const DefaultMaxBody = runreport.MaxReportBytes
 
 // Server serves POST /v1/runs/{namespace}/{pod}.
 type Server struct {
@@ -71,7 +71,7 @@ func (s *Server) init() {
 // Handler returns the endpoint's HTTP handler.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/runs/{namespace}/{pod}", s.report)
+	mux.HandleFunc("POST "+runreport.PathPattern, s.report)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not found: POST /v1/runs/{namespace}/{pod}")
 	})
@@ -189,8 +189,8 @@ func counted(err error) error {
 	return err
 }
 
-func (s *Server) decode(r *http.Request) (result.Report, error) {
-	var rep result.Report
+func (s *Server) decode(r *http.Request) (runreport.Report, error) {
+	var rep runreport.Report
 	limit := s.MaxBody
 	if limit <= 0 {
 		limit = DefaultMaxBody
@@ -245,7 +245,7 @@ func (s *Server) target(ctx context.Context, pod *corev1.Pod) (*crawlv1.CrawlTar
 	return ct, owner, nil
 }
 
-func (s *Server) store(ctx context.Context, pod *corev1.Pod, ct *crawlv1.CrawlTarget, owner site.Site, rep result.Report) (int, error) {
+func (s *Server) store(ctx context.Context, pod *corev1.Pod, ct *crawlv1.CrawlTarget, owner site.Site, rep runreport.Report) (int, error) {
 	si := &crawlv1.SiteIndex{}
 	if err := s.reader().Get(ctx, client.ObjectKeyFromObject(ct), si); err != nil {
 		return 0, err

@@ -1,8 +1,8 @@
-package results
+package reportendpoint
 
 import (
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
@@ -15,7 +15,7 @@ import (
 // crawlv1.MaxOffSiteAnchors texts. A progress report carries none: a
 // stolen token cannot put words on another site's pages by sending
 // progress.
-func offSiteLinks(rep result.Report, owner site.Site) []crawlv1.OffSiteLink {
+func offSiteLinks(rep runreport.Report, owner site.Site) []crawlv1.OffSiteLink {
 	if !rep.Final {
 		return nil
 	}
@@ -34,7 +34,7 @@ func offSiteLinks(rep result.Report, owner site.Site) []crawlv1.OffSiteLink {
 		into[s]++
 		out = append(out, crawlv1.OffSiteLink{
 			URL:     l.URL,
-			Anchors: result.CutAll(l.Anchors, crawlv1.MaxOffSiteAnchors, crawlv1.MaxAnchorLength),
+			Anchors: runreport.CutAll(l.Anchors, crawlv1.MaxOffSiteAnchors, crawlv1.MaxAnchorLength),
 		})
 	}
 	return out

@@ -1,4 +1,4 @@
-package results
+package reportendpoint
 
 import (
 	"strings"
@@ -7,15 +7,15 @@ import (
 	"unicode/utf8"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/crawler/result"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
 func TestIndexStatus(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	owner, _ := site.Parse("https://example.com/")
-	page := func(url string) result.Page {
-		return result.Page{URL: url, StatusCode: 200, Title: "T", FetchedAt: now.Add(-time.Minute)}
+	page := func(url string) runreport.Page {
+		return runreport.Page{URL: url, StatusCode: 200, Title: "T", FetchedAt: now.Add(-time.Minute)}
 	}
 	long := strings.Repeat("é", 1000) // 2000 bytes
 	many := make([]string, 40)
@@ -25,14 +25,14 @@ func TestIndexStatus(t *testing.T) {
 
 	tests := []struct {
 		name     string
-		rep      result.Report
+		rep      runreport.Report
 		maxPages int
 		check    func(t *testing.T, st crawlv1.SiteIndexStatus)
 	}{
 		{
 			name:     "off-site, other port, other scheme and duplicate pages are dropped",
 			maxPages: 20,
-			rep: result.Report{Result: result.Crawl{Pages: []result.Page{
+			rep: runreport.Report{Result: runreport.Crawl{Pages: []runreport.Page{
 				page("https://example.com/a"), page("https://example.com:8443/b"), page("http://example.com/c"),
 				page("https://evil.net/d"), page("https://example.com/a"), page("not a url"), page("https://EXAMPLE.com/e"),
 			}}},
@@ -52,9 +52,9 @@ func TestIndexStatus(t *testing.T) {
 		{
 			name:     "budget holds",
 			maxPages: 2,
-			rep: result.Report{Final: true, Result: result.Crawl{Pages: []result.Page{
+			rep: runreport.Report{Final: true, Result: runreport.Crawl{Pages: []runreport.Page{
 				page("https://example.com/1"), page("https://example.com/2"), page("https://example.com/3")},
-				Skipped: []result.Skip{{URL: "https://example.com/x", Reason: "disallowed"}}}},
+				Skipped: []runreport.Skip{{URL: "https://example.com/x", Reason: "disallowed"}}}},
 			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
 				if len(st.Pages) != 2 || st.Stats.Pages != 2 || st.Stats.Skipped != 1 {
 					t.Errorf("pages %d stats %+v", len(st.Pages), st.Stats)
@@ -67,9 +67,9 @@ func TestIndexStatus(t *testing.T) {
 		{
 			name:     "strings and lists are cut to the caps on rune boundaries",
 			maxPages: 20,
-			rep: result.Report{Result: result.Crawl{Pages: []result.Page{{
+			rep: runreport.Report{Result: runreport.Crawl{Pages: []runreport.Page{{
 				URL: "https://example.com/", Title: long, Description: long + long,
-				Headings:       result.Headings{H1: many, H2: []string{long}, H3: []string{"  ", "ok"}},
+				Headings:       runreport.Headings{H1: many, H2: []string{long}, H3: []string{"  ", "ok"}},
 				InboundAnchors: append([]string{"bad \xff utf8"}, many...),
 			}}}},
 			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
@@ -94,7 +94,7 @@ func TestIndexStatus(t *testing.T) {
 		{
 			name:     "off-site links of a progress report are not kept",
 			maxPages: 20,
-			rep: result.Report{Result: result.Crawl{OffSiteLinks: []result.OffSiteLink{
+			rep: runreport.Report{Result: runreport.Crawl{OffSiteLinks: []runreport.OffSiteLink{
 				{URL: "https://bakery.example/", Anchors: []string{"injected"}}}}},
 			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
 				if len(st.OffSiteLinks) != 0 {
@@ -105,7 +105,7 @@ func TestIndexStatus(t *testing.T) {
 		{
 			name:     "off-site links capped per linked site, duplicates once",
 			maxPages: 20,
-			rep: result.Report{Final: true, Result: result.Crawl{OffSiteLinks: []result.OffSiteLink{
+			rep: runreport.Report{Final: true, Result: runreport.Crawl{OffSiteLinks: []runreport.OffSiteLink{
 				{URL: "https://bakery.example/1"}, {URL: "https://bakery.example/1"}, {URL: "https://bakery.example/2"},
 				{URL: "https://bakery.example/3"}, {URL: "https://bakery.example/4"}, {URL: "https://bakery.example/5"},
 				{URL: "https://bakery.example/6"}, {URL: "https://other.example/"}}}},
@@ -122,11 +122,11 @@ func TestIndexStatus(t *testing.T) {
 		{
 			name:     "off-site links are kept, on-site and malformed ones dropped, capped",
 			maxPages: 20,
-			rep: result.Report{Final: true, Result: result.Crawl{OffSiteLinks: append([]result.OffSiteLink{
+			rep: runreport.Report{Final: true, Result: runreport.Crawl{OffSiteLinks: append([]runreport.OffSiteLink{
 				{URL: "https://other.org/page", Anchors: []string{"a", "b", "c", "d", "e"}},
 				{URL: "https://example.com/self", Anchors: []string{"x"}},
 				{URL: "mailto:someone@example.com", Anchors: []string{"x"}},
-			}, make([]result.OffSiteLink, 100)...)}},
+			}, make([]runreport.OffSiteLink, 100)...)}},
 			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
 				if len(st.OffSiteLinks) != 1 || st.OffSiteLinks[0].URL != "https://other.org/page" ||
 					len(st.OffSiteLinks[0].Anchors) != crawlv1.MaxOffSiteAnchors {
@@ -137,7 +137,7 @@ func TestIndexStatus(t *testing.T) {
 		{
 			name:     "retry-after is kept when in the future and capped at a month",
 			maxPages: 20,
-			rep:      result.Report{Final: true, Result: result.Crawl{RetryAfter: now.Add(90 * 24 * time.Hour).Format(time.RFC3339)}},
+			rep:      runreport.Report{Final: true, Result: runreport.Crawl{RetryAfter: now.Add(90 * 24 * time.Hour).Format(time.RFC3339)}},
 			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
 				if st.RetryAfter == nil || !st.RetryAfter.Time.Equal(now.Add(maxRetryAfter)) {
 					t.Errorf("retryAfter = %v", st.RetryAfter)
@@ -147,7 +147,7 @@ func TestIndexStatus(t *testing.T) {
 		{
 			name:     "retry-after in the past or garbled is ignored",
 			maxPages: 20,
-			rep:      result.Report{Final: true, Result: result.Crawl{RetryAfter: "soon", Robots: result.Robots{Status: 5000}}},
+			rep:      runreport.Report{Final: true, Result: runreport.Crawl{RetryAfter: "soon", Robots: runreport.Robots{Status: 5000}}},
 			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
 				if st.RetryAfter != nil || st.Robots.StatusCode != 0 {
 					t.Errorf("retryAfter = %v robots = %+v", st.RetryAfter, st.Robots)

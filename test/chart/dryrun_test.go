@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -75,6 +76,18 @@ func apiServer(t *testing.T) (client.Client, *warnings, string) {
 	return c, w, filepath.Join(assets, "kubectl")
 }
 
+// ensureNamespace creates a namespace that enforces the restricted level.
+func ensureNamespace(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   name,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted"},
+	}}
+	if err := c.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
 // dryRun server-side applies every object without persisting it, so the
 // API server validates each one, and fails on errors and warnings.
 func dryRun(t *testing.T, c client.Client, w *warnings, what string, objs []*unstructured.Unstructured) {
@@ -83,7 +96,8 @@ func dryRun(t *testing.T, c client.Client, w *warnings, what string, objs []*uns
 		t.Fatalf("%s: nothing rendered", what)
 	}
 	for _, o := range objs {
-		err := c.Patch(context.Background(), o, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("chart-test"))
+		err := c.Patch(context.Background(), o, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("chart-test"),
+			client.FieldValidation("Strict"))
 		if err != nil {
 			t.Errorf("%s: %s %s/%s refused: %v", what, o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
@@ -96,11 +110,30 @@ func dryRun(t *testing.T, c client.Client, w *warnings, what string, objs []*uns
 func TestServerSideDryRun(t *testing.T) {
 	c, w, kubectl := apiServer(t)
 
-	t.Run("chart with defaults", func(t *testing.T) {
-		dryRun(t, c, w, "defaults", mustRender(t, nil))
-	})
-	t.Run("chart with every optional feature", func(t *testing.T) {
-		dryRun(t, c, w, "all features", mustRender(t, allFeatures()))
+	// Every combination the READMEs document, and the tests' own (every
+	// optional feature, every override), in namespaces that enforce the
+	// restricted Pod Security level.
+	for _, comb := range combinations(t) {
+		t.Run("chart: "+comb.name, func(t *testing.T) {
+			ensureNamespace(t, c, comb.namespace)
+			objs, err := renderRelease(t, comb.release, comb.namespace, comb.values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dryRun(t, c, w, comb.name, objs)
+		})
+	}
+	t.Run("the dry-run refuses unknown fields", func(t *testing.T) {
+		dep := find(mustRender(t, nil), "Deployment", "")
+		containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+		containers[0].(map[string]any)["argz"] = []any{"--x"}
+		_ = unstructured.SetNestedSlice(dep.Object, containers, "spec", "template", "spec", "containers")
+		err := c.Patch(context.Background(), dep, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("chart-test"),
+			client.FieldValidation("Strict"))
+		if err == nil || !strings.Contains(err.Error(), "argz") {
+			t.Errorf("a Deployment with an unknown field: %v", err)
+		}
+		w.take()
 	})
 	t.Run("kustomize config/default", func(t *testing.T) {
 		out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, "config", "default")).Output()

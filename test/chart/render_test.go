@@ -48,6 +48,18 @@ func allFeatures() map[string]any {
 // render renders the chart as `helm template` does, with schema validation.
 func render(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, error) {
 	t.Helper()
+	return renderRelease(t, "crawl", releaseNamespace, vals)
+}
+
+// renderRelease is `helm template NAME -n NAMESPACE --kube-version` the
+// version of the test control plane (bin/k8s).
+func renderRelease(t *testing.T, name, namespace string, vals map[string]any) ([]*unstructured.Unstructured, error) {
+	t.Helper()
+	return renderFor(t, name, namespace, kubeVersion(t), vals)
+}
+
+func renderFor(t *testing.T, name, namespace string, kv *chartutil.KubeVersion, vals map[string]any) ([]*unstructured.Unstructured, error) {
+	t.Helper()
 	chrt, err := loader.Load(chartPath)
 	if err != nil {
 		t.Fatal(err)
@@ -60,12 +72,49 @@ func render(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, er
 	}
 	install := action.NewInstall(cfg)
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
-	install.ReleaseName, install.Namespace = "crawl", releaseNamespace
+	install.ReleaseName, install.Namespace = name, namespace
+	install.KubeVersion = kv
 	rel, err := install.Run(chrt, vals)
 	if err != nil {
 		return nil, err
 	}
 	return decode(t, rel.Manifest), nil
+}
+
+// kubeVersion is the version of the Kubernetes the tests run (the
+// k8s.io/kubernetes that hack/k8s-bin.sh builds bin/k8s from); the Helm
+// SDK's own default (v1.20) is older than the chart's kubeVersion.
+func kubeVersion(t *testing.T) *chartutil.KubeVersion {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "hack", "tools", "kube", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "require" && f[1] == "k8s.io/kubernetes" {
+			kv, err := chartutil.ParseKubeVersion(f[2])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kv
+		}
+	}
+	t.Fatal("no k8s.io/kubernetes in hack/tools/kube/go.mod")
+	return nil
+}
+
+// loadSchema reads values.schema.json.
+func loadSchema(t *testing.T) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(chartPath, "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	return schema
 }
 
 func mustRender(t *testing.T, vals map[string]any) []*unstructured.Unstructured {
@@ -120,20 +169,6 @@ func managerArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
 	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
 	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
 	return args
-}
-
-func TestLint(t *testing.T) {
-	for name, vals := range map[string]map[string]any{"defaults": nil, "all features": allFeatures()} {
-		res := action.NewLint().Run([]string{chartPath}, vals)
-		for _, m := range res.Messages {
-			if m.Severity > 1 { // warnings and errors; info is fine
-				t.Errorf("%s: lint: %s", name, m)
-			}
-		}
-		for _, err := range res.Errors {
-			t.Errorf("%s: lint error: %v", name, err)
-		}
-	}
 }
 
 func TestRenderDefaults(t *testing.T) {
@@ -233,22 +268,34 @@ func TestCrawlerNetworkPolicy(t *testing.T) {
 	}
 }
 
+// Every combination keeps every Pod restricted; the dry-run proves the
+// same against the API server's Pod Security admission.
 func TestEveryPodIsRestricted(t *testing.T) {
-	for name, vals := range map[string]map[string]any{"defaults": nil, "all features": allFeatures()} {
-		for _, o := range mustRender(t, vals) {
+	for _, c := range combinations(t) {
+		name := c.name
+		objs, err := renderRelease(t, c.release, c.namespace, c.values)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		for _, o := range objs {
 			spec, found, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec")
 			if !found {
 				continue
 			}
 			psc, _ := spec["securityContext"].(map[string]any)
-			if psc["runAsNonRoot"] != true || fmt.Sprint(psc["seccompProfile"]) != "map[type:RuntimeDefault]" {
-				t.Errorf("%s: %s %s pod securityContext not restricted: %v", name, o.GetKind(), o.GetName(), psc)
-			}
 			for _, c := range spec["containers"].([]any) {
 				sc := c.(map[string]any)["securityContext"].(map[string]any)
-				if sc["allowPrivilegeEscalation"] != false || sc["readOnlyRootFilesystem"] != true ||
-					fmt.Sprint(sc["capabilities"]) != "map[drop:[ALL]]" {
-					t.Errorf("%s: %s container securityContext not restricted: %v", name, o.GetName(), sc)
+				seccomp, _ := sc["seccompProfile"].(map[string]any)
+				if seccomp == nil {
+					seccomp, _ = psc["seccompProfile"].(map[string]any)
+				}
+				caps, _ := sc["capabilities"].(map[string]any)
+				if (psc["runAsNonRoot"] != true && sc["runAsNonRoot"] != true) || psc["runAsUser"] == int64(0) || sc["runAsUser"] == int64(0) ||
+					(seccomp["type"] != "RuntimeDefault" && seccomp["type"] != "Localhost") ||
+					sc["allowPrivilegeEscalation"] != false || sc["privileged"] == true || sc["readOnlyRootFilesystem"] != true ||
+					!strings.Contains(fmt.Sprint(caps["drop"]), "ALL") || (caps["add"] != nil && fmt.Sprint(caps["add"]) != "[NET_BIND_SERVICE]") {
+					t.Errorf("%s: %s %s not restricted: pod %v, container %v", name, o.GetKind(), o.GetName(), psc, sc)
 				}
 			}
 		}
@@ -304,19 +351,125 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		"zero crawls per node":     {map[string]any{"crawler": map[string]any{"maxCrawlsPerNode": 0}}, "maxCrawlsPerNode"},
 		"two replicas without leader election": {map[string]any{"storage": map[string]any{"type": "postgres", "postgres": map[string]any{"existingSecret": "x"}},
 			"manager": map[string]any{"replicas": 2, "leaderElection": false}}, "leaderElection"},
-		"taint without effect":     {map[string]any{"egress": map[string]any{"nodeTaint": "dedicated=crawler"}}, "nodeTaint"},
-		"ips.json over plain HTTP": {map[string]any{"bot": map[string]any{"ipsURL": "http://lohisoft.com/bot/ips.json"}}, "ipsURL"},
+		"taint without effect":         {map[string]any{"egress": map[string]any{"nodeTaint": "dedicated=crawler"}}, "nodeTaint"},
+		"ips.json over plain HTTP":     {map[string]any{"bot": map[string]any{"ipsURL": "http://lohisoft.com/bot/ips.json"}}, "ipsURL"},
+		"contact not an address":       {map[string]any{"bot": map[string]any{"contact": "ACME: Bots #1"}}, "contact"},
+		"comma in a legacy user-agent": {map[string]any{"bot": map[string]any{"legacyUserAgents": []any{"LohiSoftBot/0.9 (a, b)"}}}, "legacyUserAgents"},
+		"Secret name not a name":       {postgres(map[string]any{"existingSecret": "pg dsn"}), "existingSecret"},
+		"Secret key with a slash":      {postgres(map[string]any{"existingSecret": "pg", "secretKey": "a/b"}), "secretKey"},
+		"DNS namespace not a name":     {map[string]any{"networkPolicy": map[string]any{"dnsNamespace": "Kube System"}}, "dnsNamespace"},
+		"nameOverride not a name":      {map[string]any{"nameOverride": "Crawl Operator"}, "nameOverride"},
+		"fullnameOverride too long":    {map[string]any{"fullnameOverride": strings.Repeat("a", 51)}, "fullnameOverride"},
+		"priorityClassName not a name": {manager(map[string]any{"priorityClassName": "High Priority"}), "priorityClassName"},
+		"PDB minAvailable 0":           {manager(map[string]any{"podDisruptionBudget": map[string]any{"minAvailable": 0}}), "minAvailable"},
+		"topology spread without key":  {manager(map[string]any{"topologySpreadConstraints": []any{map[string]any{"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}}}), "topologyKey"},
+		// What breaks the restricted Pod Security level.
+		"runAsNonRoot false":                  {manager(map[string]any{"podSecurityContext": map[string]any{"runAsNonRoot": false}}), "runAsNonRoot"},
+		"container runAsNonRoot false":        {manager(map[string]any{"securityContext": map[string]any{"runAsNonRoot": false}}), "runAsNonRoot"},
+		"runAsNonRoot removed from both":      {manager(map[string]any{"podSecurityContext": map[string]any{"runAsNonRoot": nil}, "securityContext": map[string]any{"runAsNonRoot": nil}}), "runAsNonRoot"},
+		"root user":                           {manager(map[string]any{"podSecurityContext": map[string]any{"runAsUser": 0}}), "runAsUser"},
+		"root user in the container":          {manager(map[string]any{"securityContext": map[string]any{"runAsUser": 0}}), "runAsUser"},
+		"privileged":                          {manager(map[string]any{"securityContext": map[string]any{"privileged": true}}), "privileged"},
+		"privilege escalation":                {manager(map[string]any{"securityContext": map[string]any{"allowPrivilegeEscalation": true}}), "allowPrivilegeEscalation"},
+		"privilege escalation unset":          {manager(map[string]any{"securityContext": map[string]any{"allowPrivilegeEscalation": nil}}), "allowPrivilegeEscalation"},
+		"capability added":                    {manager(map[string]any{"securityContext": map[string]any{"capabilities": map[string]any{"add": []any{"SYS_ADMIN"}}}}), "add"},
+		"capabilities not all dropped":        {manager(map[string]any{"securityContext": map[string]any{"capabilities": map[string]any{"drop": []any{"NET_RAW"}}}}), "drop"},
+		"seccomp unconfined":                  {manager(map[string]any{"podSecurityContext": map[string]any{"seccompProfile": map[string]any{"type": "Unconfined"}}}), "seccompProfile"},
+		"seccomp removed from both":           {manager(map[string]any{"podSecurityContext": map[string]any{"seccompProfile": nil}, "securityContext": map[string]any{"seccompProfile": nil}}), "seccompProfile"},
+		"Localhost seccomp without a profile": {manager(map[string]any{"securityContext": map[string]any{"seccompProfile": map[string]any{"type": "Localhost"}}}), "localhostProfile"},
+		"AppArmor unconfined":                 {manager(map[string]any{"securityContext": map[string]any{"appArmorProfile": map[string]any{"type": "Unconfined"}}}), "appArmorProfile"},
+		"SELinux user":                        {manager(map[string]any{"podSecurityContext": map[string]any{"seLinuxOptions": map[string]any{"user": "system_u"}}}), "seLinuxOptions"},
+		"SELinux type":                        {manager(map[string]any{"securityContext": map[string]any{"seLinuxOptions": map[string]any{"type": "spc_t"}}}), "type"},
+		"unmasked /proc":                      {manager(map[string]any{"securityContext": map[string]any{"procMount": "Unmasked"}}), "procMount"},
+		"sysctls":                             {manager(map[string]any{"podSecurityContext": map[string]any{"sysctls": []any{map[string]any{"name": "kernel.msgmax", "value": "1"}}}}), "sysctls"},
+		"Windows host process":                {manager(map[string]any{"securityContext": map[string]any{"windowsOptions": map[string]any{"hostProcess": true}}}), "windowsOptions"},
+		"no container security context":       {manager(map[string]any{"securityContext": nil}), "securityContext"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
+			// helm template (and install)
 			_, err := render(t, tt.vals)
 			if err == nil {
-				t.Fatalf("values %v accepted", tt.vals)
+				t.Fatalf("helm template accepted %v", tt.vals)
 			}
 			if !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("error %q does not mention %s", err, tt.want)
+				t.Errorf("helm template: error %q does not mention %s", err, tt.want)
+			}
+			// helm lint --strict
+			lint := action.NewLint()
+			lint.Strict, lint.Namespace, lint.KubeVersion = true, releaseNamespace, kubeVersion(t)
+			res := lint.Run([]string{chartPath}, tt.vals)
+			if len(res.Errors) == 0 {
+				t.Fatalf("helm lint accepted %v", tt.vals)
+			}
+			if msg := fmt.Sprint(res.Errors); !strings.Contains(msg, tt.want) {
+				t.Errorf("helm lint: errors %s do not mention %s", msg, tt.want)
 			}
 		})
+	}
+}
+
+func manager(m map[string]any) map[string]any { return map[string]any{"manager": m} }
+
+func postgres(pg map[string]any) map[string]any {
+	return map[string]any{"storage": map[string]any{"type": "postgres", "postgres": pg}}
+}
+
+// With more than one replica, a PodDisruptionBudget keeps minAvailable
+// managers through voluntary disruptions; with one it would block drains.
+func TestPodDisruptionBudget(t *testing.T) {
+	pg := func(m map[string]any) map[string]any {
+		v := postgres(map[string]any{"existingSecret": "pg"})
+		v["manager"] = m
+		return v
+	}
+	if pdb := find(mustRender(t, nil), "PodDisruptionBudget", ""); pdb != nil {
+		t.Error("PodDisruptionBudget with one replica")
+	}
+	if pdb := find(mustRender(t, pg(map[string]any{"replicas": 2, "podDisruptionBudget": map[string]any{"enabled": false}})), "PodDisruptionBudget", ""); pdb != nil {
+		t.Error("PodDisruptionBudget although disabled")
+	}
+	for replicas, minAvailable := range map[int]int{2: 1, 5: 3} {
+		objs := mustRender(t, pg(map[string]any{"replicas": replicas, "podDisruptionBudget": map[string]any{"minAvailable": minAvailable}}))
+		pdb := find(objs, "PodDisruptionBudget", "crawl-crawl-operator")
+		if pdb == nil {
+			t.Fatalf("%d replicas: no PodDisruptionBudget", replicas)
+		}
+		spec, _ := dig(pdb.Object, "spec")
+		want := map[string]any{"minAvailable": minAvailable, "selector": map[string]any{"matchLabels": map[string]any{
+			"app.kubernetes.io/name": "crawl-operator", "app.kubernetes.io/instance": "crawl"}}}
+		if !sameJSON(spec, want) {
+			t.Errorf("%d replicas: PodDisruptionBudget spec %s, want %s", replicas, jsonOf(spec), jsonOf(want))
+		}
+	}
+	_, err := render(t, pg(map[string]any{"replicas": 2, "podDisruptionBudget": map[string]any{"minAvailable": 2}}))
+	if err == nil || !strings.Contains(err.Error(), "minAvailable (2) must be less than manager.replicas (2)") {
+		t.Errorf("minAvailable = replicas: %v", err)
+	}
+}
+
+// Chart.yaml states the oldest Kubernetes it supports; Helm refuses older
+// clusters and the test control plane satisfies it.
+func TestKubeVersion(t *testing.T) {
+	chrt, err := loader.Load(chartPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chrt.Metadata.KubeVersion != ">=1.29.0-0" {
+		t.Errorf("kubeVersion = %q", chrt.Metadata.KubeVersion)
+	}
+	if !chartutil.IsCompatibleRange(chrt.Metadata.KubeVersion, kubeVersion(t).String()) {
+		t.Errorf("the test control plane %s does not satisfy kubeVersion %s", kubeVersion(t), chrt.Metadata.KubeVersion)
+	}
+	for v, ok := range map[string]bool{"v1.28.15": false, "v1.29.0": true, "v1.33.1-gke.100": true} {
+		kv, _ := chartutil.ParseKubeVersion(v)
+		_, err := renderFor(t, "crawl", releaseNamespace, kv, nil)
+		if ok && err != nil {
+			t.Errorf("Kubernetes %s refused: %v", v, err)
+		}
+		if !ok && (err == nil || !strings.Contains(err.Error(), "kubeVersion")) {
+			t.Errorf("Kubernetes %s: %v, want a kubeVersion error", v, err)
+		}
 	}
 }
 
@@ -357,69 +510,6 @@ func TestGitOpsExamplesUseValidValues(t *testing.T) {
 	}
 }
 
-// The README's values table must match values.yaml: every value, with its
-// default. A row may describe a whole map (e.g. manager.resources).
-func TestReadmeValuesTable(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := map[string]string{}
-	for _, line := range strings.Split(string(readme), "\n") {
-		cells := strings.Split(line, "|")
-		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
-			continue
-		}
-		key := strings.Trim(strings.TrimSpace(cells[1]), "`")
-		def := strings.TrimSpace(cells[2])
-		if !strings.HasPrefix(def, "`") || strings.HasPrefix(key, "-") || strings.HasPrefix(key, "crawl_") {
-			continue
-		}
-		rows[key] = strings.Trim(def, "`")
-	}
-	b, err := os.ReadFile(filepath.Join(chartPath, "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var values map[string]any
-	if err := yaml.Unmarshal(b, &values); err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	var walk func(prefix string, m map[string]any)
-	walk = func(prefix string, m map[string]any) {
-		for k, v := range m {
-			key := prefix + k
-			if def, ok := rows[key]; ok {
-				seen[key] = true
-				want, _ := json.Marshal(v)
-				if def != string(want) {
-					t.Errorf("README default of %s is %s, values.yaml has %s", key, def, want)
-				}
-				continue
-			}
-			if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
-				walk(key+".", sub)
-				continue
-			}
-			t.Errorf("README values table lacks %s", key)
-		}
-	}
-	walk("", values)
-	for key := range rows {
-		if !seen[key] && isValueKey(key, values) {
-			t.Errorf("README lists %s, which values.yaml does not have", key)
-		}
-	}
-}
-
-// isValueKey reports whether a README row looks like a chart value (its
-// first segment is a top-level key), so other tables are ignored.
-func isValueKey(key string, values map[string]any) bool {
-	_, ok := values[strings.SplitN(key, ".", 2)[0]]
-	return ok
-}
-
 // The manager must accept every flag the chart passes it: a flag renamed
 // in cmd/manager would otherwise only fail in a real cluster.
 func TestManagerAcceptsChartArgs(t *testing.T) {
@@ -429,8 +519,14 @@ func TestManagerAcceptsChartArgs(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	for name, vals := range map[string]map[string]any{"defaults": nil, "all features": allFeatures()} {
-		args := append(managerArgs(t, mustRender(t, vals)), "-h")
+	for _, c := range combinations(t) {
+		name := c.name
+		objs, err := renderRelease(t, c.release, c.namespace, c.values)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		args := append(managerArgs(t, objs), "-h")
 		out, err := exec.Command(binary, args...).CombinedOutput()
 		if err != nil {
 			t.Errorf("%s: manager refused the chart's arguments: %v\n%s", name, err, firstLines(string(out), 3))

@@ -1,22 +1,43 @@
+{{- /*
+Every value a template writes is quoted (| quote) or written with toYaml,
+so colons, " #", quotes, backslashes, leading dashes and words YAML reads
+as booleans, null or numbers ("true", "no", "1e3", "012") reach the API
+server exactly as given. test/chart/quoting_test.go checks each value.
+*/ -}}
+
+{{/* The chart's name: nameOverride or the chart's own. */}}
+{{- define "crawl-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The prefix of every object's name: fullnameOverride, or the release
+     name followed by the chart's name unless it already contains it.
+     At most 50 characters, so suffixes such as -results keep Service names
+     within 63. */}}
 {{- define "crawl-operator.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "crawl-operator.name" . -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 50 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
 {{- define "crawl-operator.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | quote }}
 app.kubernetes.io/part-of: crawl-operator
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{ include "crawl-operator.selectorLabels" . }}
 {{- end -}}
 
 {{- define "crawl-operator.selectorLabels" -}}
-app.kubernetes.io/name: crawl-operator
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "crawl-operator.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end -}}
 
 {{- define "crawl-operator.image" -}}
@@ -29,15 +50,4 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{- define "crawl-operator.resultsURL" -}}
 {{- printf "http://%s-results.%s.svc:%d" (include "crawl-operator.fullname" .) .Release.Namespace (int .Values.service.resultsPort) -}}
-{{- end -}}
-
-{{/* Restricted Pod Security: the same for the manager and crawler Pods. */}}
-{{- define "crawl-operator.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-runAsNonRoot: true
-capabilities:
-  drop: ["ALL"]
-seccompProfile:
-  type: RuntimeDefault
 {{- end -}}

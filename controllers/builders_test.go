@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -83,14 +83,14 @@ func runToken(t *testing.T, pod *corev1.Pod) string {
 	return testutil.RunToken(t, k8s, pod)
 }
 
-func postReport(t *testing.T, op *operator, pod *corev1.Pod, token string, body any) (int, string) {
+func postReport(t *testing.T, op *harness, pod *corev1.Pod, token string, body any) (int, string) {
 	t.Helper()
 	return testutil.PostReport(t, op.results.URL, pod, token, body)
 }
 
 func pages(base string, n int) []runreport.Page { return testutil.Pages(base, n) }
 
-func finishCrawl(t *testing.T, op *operator, pod *corev1.Pod, base string, n int) {
+func finishCrawl(t *testing.T, op *harness, pod *corev1.Pod, base string, n int) {
 	t.Helper()
 	testutil.FinishCrawl(t, k8s, op.results.URL, pod, base, n)
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // verdict is what one reconcile concluded, before it is turned into
-// conditions. Steps fill it; targetConditions renders it.
+// conditions. Steps fill it; render turns it into conditions and a phase.
 type verdict struct {
 	// block is set when the target cannot be crawled without a change by a
 	// person (Excluded, DuplicateSite, a bad URL): Ready=False, Stalled=True.

@@ -27,14 +27,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/egress"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
 const (
-	// siteIndexField indexes CrawlTargets by the site of spec.url, so the
+	// targetsBySiteField indexes CrawlTargets by the site of spec.url, so the
 	// owner of a site is one cached lookup away.
-	siteIndexField = "crawl.lohisoft.com/site"
+	targetsBySiteField = "crawl.lohisoft.com/site"
 
 	waitRequeue = 15 * time.Second
 	// conflictRequeue is short: the cache catches up within milliseconds.
@@ -56,9 +58,9 @@ type CrawlTargetReconciler struct {
 
 	Pod              crawlpod.Config
 	MaxCrawlsPerNode int
-	// Egress says which egress nodes may take crawls (FCrDNS self-check,
-	// published IPs).
-	Egress EgressFilter
+	// Egress says which egress nodes may take crawls (selector, published
+	// IPs, FCrDNS self-check).
+	Egress egress.Policy
 }
 
 // targetScope is what the steps of one reconcile share.
@@ -116,8 +118,9 @@ func (r *CrawlTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	before := ct.DeepCopy()
 	s := &targetScope{ct: ct, now: r.Clock.Now()}
 
+	var stepErr error
 	defer func() {
-		r.renderStatus(before, s)
+		r.renderStatus(before, s, stepErr)
 		// The optimistic lock refuses a status computed from a stale cache;
 		// the retry then sees what the previous reconcile wrote.
 		err := r.Status().Patch(ctx, ct, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
@@ -144,6 +147,7 @@ func (r *CrawlTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	for _, st := range []step{r.parseSite, r.ensureSiteIndex, r.enforceExclusion, r.checkDuplicate, r.observeRun, r.holdStalled, r.startCrawl} {
 		done, err := st(ctx, s)
 		if err != nil {
+			stepErr = err
 			return ctrl.Result{}, err
 		}
 		if done {
@@ -158,7 +162,7 @@ func (r *CrawlTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 func (r *CrawlTargetReconciler) parseSite(_ context.Context, s *targetScope) (bool, error) {
 	st, err := site.Parse(s.ct.Spec.URL)
 	if err != nil {
-		s.verdict.block = reason{"InvalidURL", err.Error()}
+		s.verdict.block = reason{crawlv1.ReasonInvalidURL, err.Error()}
 		return true, nil
 	}
 	s.site = st
@@ -190,7 +194,7 @@ func (r *CrawlTargetReconciler) ensureSiteIndex(ctx context.Context, s *targetSc
 		return false, fmt.Errorf("get SiteIndex: %w", err)
 	}
 	if !metav1.IsControlledBy(si, s.ct) {
-		s.verdict.block = reason{"SiteIndexConflict", fmt.Sprintf("SiteIndex %s exists and is not owned by this CrawlTarget", si.Name)}
+		s.verdict.block = reason{crawlv1.ReasonSiteIndexConflict, fmt.Sprintf("SiteIndex %s exists and is not owned by this CrawlTarget", si.Name)}
 		return true, nil
 	}
 	if si.Spec.Site != s.site.String() {
@@ -238,10 +242,10 @@ func (r *CrawlTargetReconciler) enforceExclusion(ctx context.Context, s *targetS
 // of a site owns it and any other waits until the owner goes away.
 func (r *CrawlTargetReconciler) checkDuplicate(ctx context.Context, s *targetScope) (bool, error) {
 	var list crawlv1.CrawlTargetList
-	if err := r.List(ctx, &list, client.MatchingFields{siteIndexField: s.site.String()}); err != nil {
+	if err := r.List(ctx, &list, client.MatchingFields{targetsBySiteField: s.site.String()}); err != nil {
 		return false, fmt.Errorf("list CrawlTargets of site: %w", err)
 	}
-	owner := SiteOwner(list.Items)
+	owner := siteOwner(list.Items)
 	if owner == nil || owner.UID == s.ct.UID {
 		return false, nil
 	}
@@ -250,11 +254,11 @@ func (r *CrawlTargetReconciler) checkDuplicate(ctx context.Context, s *targetSco
 	return true, nil
 }
 
-// SiteOwner returns the CrawlTarget that owns a site among those naming it:
+// siteOwner returns the CrawlTarget that owns a site among those naming it:
 // the oldest one not being deleted. Creation times have one-second
 // resolution, so within a second a target that has already crawled the site
 // keeps it; then namespace/name decides.
-func SiteOwner(targets []crawlv1.CrawlTarget) *crawlv1.CrawlTarget {
+func siteOwner(targets []crawlv1.CrawlTarget) *crawlv1.CrawlTarget {
 	var live []*crawlv1.CrawlTarget
 	for i := range targets {
 		if targets[i].DeletionTimestamp.IsZero() {
@@ -334,7 +338,7 @@ func (r *CrawlTargetReconciler) observeRun(ctx context.Context, s *targetScope) 
 			err = r.recordSuccess(ctx, s, name, s.now, time.Time{})
 		case pod == nil:
 			r.recordFailure(s, s.now, "crawler Pod was deleted before it finished", "")
-		case crawlerExitCode(pod) == crawlerExitBadInput:
+		case crawlerExitCode(pod) == runreport.ExitBadInput:
 			r.recordStall(s, podFinishedAt(pod, s.now), reason{crawlv1.ReasonInvalidInput,
 				fmt.Sprintf("crawl %d: the crawler refused its input (%s); not retried until spec changes or a crawl is requested",
 					st.Runs, podFailure(pod))})
@@ -473,20 +477,6 @@ func (r *CrawlTargetReconciler) recordFailure(s *targetScope, at time.Time, why,
 	})
 }
 
-// crawlerExitBadInput is the crawler's exit code for bad input (cmd/crawler):
-// running it again with the same input fails the same way.
-const crawlerExitBadInput = 2
-
-// crawlerExitCode is the exit code of a finished crawler container, or -1.
-func crawlerExitCode(pod *corev1.Pod) int32 {
-	for _, cs := range pod.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil {
-			return t.ExitCode
-		}
-	}
-	return -1
-}
-
 // recordStall records a run that failed on input that cannot change by
 // itself: it counts as a failure, but no retry is scheduled; holdStalled
 // keeps the target Stalled until its spec changes or a crawl is requested.
@@ -514,7 +504,7 @@ func (r *CrawlTargetReconciler) holdStalled(_ context.Context, s *targetScope) (
 		if c == nil || c.Status != metav1.ConditionTrue || !stalledReasons[c.Reason] || c.ObservedGeneration != s.ct.Generation {
 			return false, nil
 		}
-		if _, requested := CrawlRequested(s.ct); requested {
+		if _, requested := crawlRequested(s.ct); requested {
 			return false, nil
 		}
 		why = reason{c.Reason, c.Message}
@@ -527,7 +517,7 @@ func (r *CrawlTargetReconciler) holdStalled(_ context.Context, s *targetScope) (
 // startCrawl starts a crawl when one is due and the fleet has room: one
 // crawl per host at a time fleet-wide and at most MaxCrawlsPerNode per node.
 func (r *CrawlTargetReconciler) startCrawl(ctx context.Context, s *targetScope) (bool, error) {
-	due, next := CrawlDue(s.ct, s.now)
+	due, next := crawlDue(s.ct, s.now)
 	if next.IsZero() {
 		s.ct.Status.NextCrawlTime = nil
 	} else {
@@ -561,18 +551,18 @@ func (r *CrawlTargetReconciler) startCrawl(ctx context.Context, s *targetScope) 
 	if err := r.List(ctx, &nodes, client.MatchingLabels(r.Egress.Selector.Labels())); err != nil {
 		return false, fmt.Errorf("list egress nodes: %w", err)
 	}
-	egress := EgressNodes(nodes.Items, r.Egress)
-	if len(egress) == 0 {
+	usable := r.Egress.MayCrawl(nodes.Items)
+	if len(usable) == 0 {
 		s.verdict.wait = reason{crawlv1.ReasonNoEgressNode,
 			fmt.Sprintf("no usable egress node: need a Ready, schedulable Node labelled %s whose IPv4 ExternalIP is published (--expected-egress-ips) and passes the FCrDNS self-check",
 				labels.FormatLabels(r.Egress.Selector.Labels()))}
 		s.requeueAfter(waitRequeue)
 		return true, nil
 	}
-	for i := range egress {
-		egress[i].Running = fleet.perNode[egress[i].Name]
+	for i := range usable {
+		usable[i].Running = fleet.perNode[usable[i].Name]
 	}
-	node, ok := ChooseEgressNode(egress, s.ct.Status.EgressNode, s.site.String(), r.MaxCrawlsPerNode)
+	node, ok := egress.Choose(usable, s.ct.Status.EgressNode, s.site.String(), r.MaxCrawlsPerNode)
 	if !ok {
 		msg := fmt.Sprintf("all egress nodes run %d crawls", r.MaxCrawlsPerNode)
 		if node.Name != "" {
@@ -587,10 +577,10 @@ func (r *CrawlTargetReconciler) startCrawl(ctx context.Context, s *targetScope) 
 
 // createRun creates the run's token Secret and Pod. Both names derive from
 // the run number, so repeating this after a crash adopts what exists.
-func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, node EgressNode) error {
+func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, node egress.Node) error {
 	st := &s.ct.Status
 	run := crawlpod.Run{Target: s.ct, Site: s.site, Number: st.Runs + 1, Node: node.Name, NodeIP: node.IP}
-	if requested, ok := CrawlRequested(s.ct); ok {
+	if requested, ok := crawlRequested(s.ct); ok {
 		run.RequestedAt = requested
 	}
 	token, err := r.runToken(ctx, run)
@@ -725,7 +715,7 @@ func (r *CrawlTargetReconciler) deleteToken(ctx context.Context, ct *crawlv1.Cra
 
 // SetupWithManager registers the reconciler and what wakes it.
 func (r *CrawlTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &crawlv1.CrawlTarget{}, siteIndexField,
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &crawlv1.CrawlTarget{}, targetsBySiteField,
 		func(o client.Object) []string {
 			s, err := site.Parse(o.(*crawlv1.CrawlTarget).Spec.URL)
 			if err != nil {
@@ -788,7 +778,7 @@ func (r *CrawlTargetReconciler) targetsOfSameSite(ctx context.Context, o client.
 		return nil
 	}
 	var list crawlv1.CrawlTargetList
-	if err := r.List(ctx, &list, client.MatchingFields{siteIndexField: s.String()}); err != nil {
+	if err := r.List(ctx, &list, client.MatchingFields{targetsBySiteField: s.String()}); err != nil {
 		log.FromContext(ctx).Error(err, "map CrawlTarget to same-site targets")
 		return nil
 	}

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/egress"
 )
 
 func TestTargetGetsSiteIndexAndPinnedPod(t *testing.T) {
@@ -158,7 +159,7 @@ func TestSuccessfulCrawlUpdatesStatusAndIndex(t *testing.T) {
 
 // passNextCrawlTime moves the operator's clock just past the target's
 // nextCrawlTime and pokes it.
-func (o *operator) passNextCrawlTime(t *testing.T, ct *crawlv1.CrawlTarget) {
+func (o *harness) passNextCrawlTime(t *testing.T, ct *crawlv1.CrawlTarget) {
 	t.Helper()
 	next := getTarget(t, ct).Status.NextCrawlTime
 	if next == nil {
@@ -318,7 +319,7 @@ func TestMaxCrawlsPerNode(t *testing.T) {
 }
 
 func TestNoEgressNodeIsReported(t *testing.T) {
-	startOperator(t, operatorOptions{healthy: func(string) bool { return false }})
+	startOperator(t, operatorOptions{requireFCrDNS: true})
 	ns := newNamespace(t)
 	createEgressNode(t, "egress-unhealthy", "79.139.58.98")
 	ct := createTarget(t, ns, "lonely", "https://lonely.example.com/")
@@ -480,11 +481,11 @@ func TestDeletedCrawlerPodIsRetried(t *testing.T) {
 // Clusters that mark their egress nodes differently configure the label
 // and taint; crawler Pods follow them.
 func TestCustomEgressLabelAndTaint(t *testing.T) {
-	egress := crawlpod.Egress{LabelKey: "pool", LabelValue: "public-egress", TaintKey: "dedicated", TaintValue: "crawler", TaintEffect: corev1.TaintEffectNoExecute}
+	sel := egress.Selector{LabelKey: "pool", LabelValue: "public-egress", TaintKey: "dedicated", TaintValue: "crawler", TaintEffect: corev1.TaintEffectNoExecute}
 	// A node with the default label must not be used.
 	createEgressNode(t, "egress-default-label", "79.139.58.121")
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "egress-custom", Labels: egress.Labels()},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{egress.Taint()}}}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "egress-custom", Labels: sel.Labels()},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{sel.Taint()}}}
 	if err := k8s.Create(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +497,7 @@ func TestCustomEgressLabelAndTaint(t *testing.T) {
 	if err := k8s.Status().Update(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
-	startOperator(t, operatorOptions{egress: egress})
+	startOperator(t, operatorOptions{egress: sel})
 	ns := newNamespace(t)
 	ct := createTarget(t, ns, "custom", "https://custom-egress.example.com/")
 	pod := waitPod(t, ct, 1)

@@ -11,34 +11,65 @@ import (
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 )
 
-// renderStatus turns what the steps found into phase and kstatus
-// conditions. A target that has crawled successfully stays Ready while it is
-// recrawled, so health checks do not flap with every crawl.
-func (r *CrawlTargetReconciler) renderStatus(before *crawlv1.CrawlTarget, s *targetScope) {
+// rendered is the part of a CrawlTarget's status a reconcile derives from
+// what its steps found: the kstatus conditions, Crawling and the phase.
+type rendered struct {
+	ready       reason
+	readyStatus metav1.ConditionStatus
+	// stalled and reconciling are removed when not set.
+	stalled, reconciling reason
+	crawling             reason
+	crawlingStatus       metav1.ConditionStatus
+	phase                crawlv1.CrawlPhase
+}
+
+// render decides the conditions and phase. It is pure: the truth table of
+// a CrawlTarget's states (crawltarget_status_test.go) is its test.
+func render(before *crawlv1.CrawlTarget, s *targetScope) rendered {
+	ready, stalled, reconciling := readiness(before, s)
+	out := rendered{ready: ready, readyStatus: metav1.ConditionFalse, stalled: stalled, reconciling: reconciling,
+		crawling: reason{crawlv1.ReasonIdle, "no crawl is running"}, crawlingStatus: metav1.ConditionFalse}
+	if ready.Reason == crawlv1.ReasonCrawled {
+		out.readyStatus = metav1.ConditionTrue
+	}
+	switch st := &s.ct.Status; {
+	case s.active != nil:
+		out.crawling, out.crawlingStatus = reason{crawlv1.ReasonCrawling,
+			fmt.Sprintf("crawl %d runs in Pod %s on %s (%s)", st.Runs, s.active.Name, st.EgressNode, st.EgressIP)}, metav1.ConditionTrue
+	case s.verdict.wait.set():
+		out.crawling = s.verdict.wait
+	}
+	out.phase = phase(s, ready)
+	return out
+}
+
+// renderStatus writes the rendered conditions and phase into the status. A
+// reconcile that failed part-way did not observe the run, so it leaves
+// Crawling, Stalled, the phase and observedGeneration as they were and
+// only says that it failed: Ready Unknown and Reconciling True, with the
+// error (as Flux does). What the steps before the failure recorded stays.
+func (r *CrawlTargetReconciler) renderStatus(before *crawlv1.CrawlTarget, s *targetScope, stepErr error) {
 	ct := s.ct
 	st := &ct.Status
+	if stepErr != nil {
+		failed := reason{crawlv1.ReasonReconcileError, stepErr.Error()}
+		if setCondition(&st.Conditions, before.Status.ObservedGeneration, crawlv1.ConditionReady, metav1.ConditionUnknown, failed) {
+			s.onCommit(func() { r.eventForReady(ct, failed) })
+		}
+		setCondition(&st.Conditions, before.Status.ObservedGeneration, crawlv1.ConditionReconciling, metav1.ConditionTrue, failed)
+		st.Phase = before.Status.Phase
+		st.ObservedGeneration = before.Status.ObservedGeneration
+		return
+	}
+	out := render(before, s)
 	st.ObservedGeneration = ct.Generation
-	ready, stalled, reconciling := readiness(before, s)
-
-	readyStatus := metav1.ConditionFalse
-	if ready.Reason == crawlv1.ReasonCrawled {
-		readyStatus = metav1.ConditionTrue
+	if setCondition(&st.Conditions, ct.Generation, crawlv1.ConditionReady, out.readyStatus, out.ready) {
+		s.onCommit(func() { r.eventForReady(ct, out.ready) })
 	}
-	if setCondition(&st.Conditions, ct.Generation, crawlv1.ConditionReady, readyStatus, ready) {
-		s.onCommit(func() { r.eventForReady(ct, ready) })
-	}
-	setOrRemove(&st.Conditions, ct.Generation, crawlv1.ConditionStalled, stalled)
-	setOrRemove(&st.Conditions, ct.Generation, crawlv1.ConditionReconciling, reconciling)
-	if s.active != nil {
-		setCondition(&st.Conditions, ct.Generation, crawlv1.ConditionCrawling, metav1.ConditionTrue,
-			reason{crawlv1.ReasonCrawling, fmt.Sprintf("crawl %d runs in Pod %s on %s (%s)", st.Runs, s.active.Name, st.EgressNode, st.EgressIP)})
-	} else if s.verdict.wait.set() {
-		setCondition(&st.Conditions, ct.Generation, crawlv1.ConditionCrawling, metav1.ConditionFalse, s.verdict.wait)
-	} else {
-		setCondition(&st.Conditions, ct.Generation, crawlv1.ConditionCrawling, metav1.ConditionFalse,
-			reason{crawlv1.ReasonIdle, "no crawl is running"})
-	}
-	st.Phase = phase(s, ready)
+	setOrRemove(&st.Conditions, ct.Generation, crawlv1.ConditionStalled, out.stalled)
+	setOrRemove(&st.Conditions, ct.Generation, crawlv1.ConditionReconciling, out.reconciling)
+	setCondition(&st.Conditions, ct.Generation, crawlv1.ConditionCrawling, out.crawlingStatus, out.crawling)
+	st.Phase = out.phase
 }
 
 // readiness decides the Ready, Stalled and Reconciling reasons; an empty
@@ -89,7 +120,7 @@ func readiness(before *crawlv1.CrawlTarget, s *targetScope) (ready, stalled, rec
 	case s.ct.Spec.Suspend:
 		return reason{crawlv1.ReasonSuspended, "suspended before its first crawl"}, reason{}, reason{}
 	default:
-		r := reason{"Pending", "waiting for the first crawl"}
+		r := reason{crawlv1.ReasonPending, "waiting for the first crawl"}
 		return r, reason{}, r
 	}
 }
@@ -118,7 +149,8 @@ func phase(s *targetScope, ready reason) crawlv1.CrawlPhase {
 // eventForReady reports Ready transitions that no step reported already.
 func (r *CrawlTargetReconciler) eventForReady(ct *crawlv1.CrawlTarget, ready reason) {
 	switch ready.Reason {
-	case crawlv1.ReasonExcluded, crawlv1.ReasonDuplicateSite, crawlv1.ReasonNoEgressNode, "InvalidURL", "SiteIndexConflict":
+	case crawlv1.ReasonExcluded, crawlv1.ReasonDuplicateSite, crawlv1.ReasonNoEgressNode, crawlv1.ReasonInvalidURL,
+		crawlv1.ReasonSiteIndexConflict, crawlv1.ReasonReconcileError:
 		r.Recorder.Eventf(ct, nil, corev1.EventTypeWarning, ready.Reason, "Reconcile", "%s", ready.Message)
 	case crawlv1.ReasonWaitingForCapacity, crawlv1.ReasonSuspended:
 		r.Recorder.Eventf(ct, nil, corev1.EventTypeNormal, ready.Reason, "Reconcile", "%s", ready.Message)

@@ -255,22 +255,22 @@ func (r *ExclusionReconciler) renderStatus(ex *crawlv1.Exclusion, s *exclusionSc
 		return out
 	case err != nil:
 		setCondition(&st.Conditions, ex.Generation, crawlv1.ConditionReady, metav1.ConditionFalse,
-			reason{"EnforcementFailed", err.Error()})
+			reason{crawlv1.ReasonEnforcementFailed, err.Error()})
 		setCondition(&st.Conditions, ex.Generation, crawlv1.ConditionReconciling, metav1.ConditionTrue,
-			reason{"EnforcementFailed", "retrying"})
+			reason{crawlv1.ReasonEnforcementFailed, "retrying"})
 		return out
 	case s.backendDown != nil:
 		msg := fmt.Sprintf("crawls of %s stopped and %d CrawlTargets' SiteIndexes emptied (%d pages purged in total); "+
 			"the index backend is unreachable, so its rows are purged when it is back (search answers 503 until then)",
 			ex.Spec.Domain, st.MatchedTargets, st.PurgedPages)
 		if setCondition(&st.Conditions, ex.Generation, crawlv1.ConditionReady, metav1.ConditionFalse,
-			reason{ReasonBackendUnavailable, msg}) {
+			reason{crawlv1.ReasonBackendUnavailable, msg}) {
 			out = append(out, func() {
-				r.Recorder.Eventf(ex, nil, corev1.EventTypeWarning, ReasonBackendUnavailable, "Enforce", "%s", msg)
+				r.Recorder.Eventf(ex, nil, corev1.EventTypeWarning, crawlv1.ReasonBackendUnavailable, "Enforce", "%s", msg)
 			})
 		}
 		setCondition(&st.Conditions, ex.Generation, crawlv1.ConditionReconciling, metav1.ConditionTrue,
-			reason{ReasonBackendUnavailable, "waiting for the index backend"})
+			reason{crawlv1.ReasonBackendUnavailable, "waiting for the index backend"})
 		return out
 	}
 	msg := fmt.Sprintf("%s and its subdomains are excluded: %d CrawlTargets matched, %d pages purged in total",
@@ -284,10 +284,6 @@ func (r *ExclusionReconciler) renderStatus(ex *crawlv1.Exclusion, s *exclusionSc
 	setOrRemove(&st.Conditions, ex.Generation, crawlv1.ConditionReconciling, reason{})
 	return out
 }
-
-// ReasonBackendUnavailable is the Ready reason of an Exclusion whose rows in
-// the index backend wait for the backend to be reachable.
-const ReasonBackendUnavailable = "BackendUnavailable"
 
 // SetupWithManager registers the reconciler. It also wakes on CrawlTargets
 // and SiteIndexes so a target created or crawled after the exclusion is

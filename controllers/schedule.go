@@ -7,26 +7,17 @@ import (
 )
 
 const (
-	defaultInterval = 168 * time.Hour
 	firstRetryDelay = time.Minute
-	maxRetryBackoff = 6 * time.Hour
+	maxretryBackoff = 6 * time.Hour
 )
 
-// Interval is spec.interval with the CRD default applied.
-func Interval(spec crawlv1.CrawlTargetSpec) time.Duration {
-	if spec.Interval == nil || spec.Interval.Duration <= 0 {
-		return defaultInterval
-	}
-	return spec.Interval.Duration
-}
-
-// RetryBackoff is the wait after the nth consecutive failed crawl: 1m, 2m,
+// retryBackoff is the wait after the nth consecutive failed crawl: 1m, 2m,
 // 4m, ... capped at 6h and never longer than the recrawl interval.
-func RetryBackoff(failures int32, interval time.Duration) time.Duration {
+func retryBackoff(failures int32, interval time.Duration) time.Duration {
 	if failures <= 0 {
 		return 0
 	}
-	limit := min(maxRetryBackoff, interval)
+	limit := min(maxretryBackoff, interval)
 	d := firstRetryDelay
 	for i := int32(1); i < failures && d < limit; i++ {
 		d *= 2
@@ -34,35 +25,35 @@ func RetryBackoff(failures int32, interval time.Duration) time.Duration {
 	return min(d, limit)
 }
 
-// NextCrawlTime is the earliest time the next scheduled crawl may start. The
+// nextCrawlTime is the earliest time the next scheduled crawl may start. The
 // zero time means "now": the target has never been crawled. A site's
 // Retry-After always wins, whatever asked for the crawl.
-func NextCrawlTime(st *crawlv1.CrawlTargetStatus, interval time.Duration) time.Time {
+func nextCrawlTime(st *crawlv1.CrawlTargetStatus, interval time.Duration) time.Time {
 	var next time.Time
 	switch {
 	case st.ConsecutiveFailures > 0 && st.LastFailureTime != nil:
-		next = st.LastFailureTime.Add(RetryBackoff(st.ConsecutiveFailures, interval))
+		next = st.LastFailureTime.Add(retryBackoff(st.ConsecutiveFailures, interval))
 	case st.LastCrawlTime != nil:
 		next = st.LastCrawlTime.Add(interval)
 	}
 	return laterRetryAfter(next, st)
 }
 
-// CrawlRequested returns the requested-at annotation value when it asks for a
+// crawlRequested returns the requested-at annotation value when it asks for a
 // crawl not yet handled.
-func CrawlRequested(ct *crawlv1.CrawlTarget) (string, bool) {
+func crawlRequested(ct *crawlv1.CrawlTarget) (string, bool) {
 	v := ct.Annotations[crawlv1.RequestedAtAnnotation]
 	return v, v != "" && v != ct.Status.LastHandledRequestedAt
 }
 
-// CrawlDue decides whether a crawl should start now and, if not, when to
+// crawlDue decides whether a crawl should start now and, if not, when to
 // look again (zero when only an outside change can make it due).
-func CrawlDue(ct *crawlv1.CrawlTarget, now time.Time) (due bool, next time.Time) {
+func crawlDue(ct *crawlv1.CrawlTarget, now time.Time) (due bool, next time.Time) {
 	if ct.Spec.Suspend {
 		return false, time.Time{}
 	}
-	next = NextCrawlTime(&ct.Status, Interval(ct.Spec))
-	if _, requested := CrawlRequested(ct); requested {
+	next = nextCrawlTime(&ct.Status, ct.Spec.IntervalOrDefault())
+	if _, requested := crawlRequested(ct); requested {
 		next = laterRetryAfter(time.Time{}, &ct.Status)
 	}
 	return !now.Before(next), next

@@ -24,8 +24,8 @@ func TestRetryBackoff(t *testing.T) {
 		{20, 2 * time.Hour, 2 * time.Hour},
 	}
 	for _, tt := range tests {
-		if got := RetryBackoff(tt.failures, tt.interval); got != tt.want {
-			t.Errorf("RetryBackoff(%d, %s) = %s, want %s", tt.failures, tt.interval, got, tt.want)
+		if got := retryBackoff(tt.failures, tt.interval); got != tt.want {
+			t.Errorf("retryBackoff(%d, %s) = %s, want %s", tt.failures, tt.interval, got, tt.want)
 		}
 	}
 }
@@ -104,7 +104,7 @@ func TestCrawlDue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			due, next := CrawlDue(&tt.ct, now)
+			due, next := crawlDue(&tt.ct, now)
 			if due != tt.wantDue || !next.Equal(tt.wantNext) {
 				t.Errorf("CrawlDue = %v, %s; want %v, %s", due, next, tt.wantDue, tt.wantNext)
 			}
@@ -136,7 +136,7 @@ func TestSiteOwner(t *testing.T) {
 		{"deleting owner is skipped", []crawlv1.CrawlTarget{gone, mk("b", "next", t1, 0)}, "b/next"},
 	}
 	for _, tt := range tests {
-		got := SiteOwner(tt.targets)
+		got := siteOwner(tt.targets)
 		name := ""
 		if got != nil {
 			name = got.Namespace + "/" + got.Name

@@ -1,24 +1,24 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/lohisoft/crawl-operator/internal/crawlpod"
-	"github.com/lohisoft/crawl-operator/internal/reportendpoint"
+	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
+	"github.com/lohisoft/crawl-operator/internal/egress"
+	"github.com/lohisoft/crawl-operator/internal/operator"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 )
 
@@ -38,9 +38,9 @@ func TestMain(m *testing.M) {
 
 const testDeadline = 100 * time.Hour
 
-// operator is one running manager with both reconcilers, as cmd/manager
-// wires them, plus the results endpoint on a loopback test server.
-type operator struct {
+// harness is one running operator, wired as cmd/manager wires it, with
+// the results endpoint on a loopback test server.
+type harness struct {
 	clock   *clocktesting.FakeClock
 	results *httptest.Server
 	stop    context.CancelFunc
@@ -70,80 +70,63 @@ func (c countingReader) List(ctx context.Context, list client.ObjectList, opts .
 
 type operatorOptions struct {
 	maxPerNode int
-	healthy    func(string) bool
-	egress     crawlpod.Egress
+	// requireFCrDNS keeps crawls off egress nodes the self-check has not
+	// verified; the suite's DNS server verifies none.
+	requireFCrDNS bool
+	egress        egress.Selector
 }
 
-func startOperator(t *testing.T, opts operatorOptions) *operator {
+// startOperator runs the operator exactly as cmd/manager wires it, with a
+// fake clock, a loopback DNS server that knows no names, SQLite in a
+// temporary directory and the results endpoint on a test server.
+func startOperator(t *testing.T, opts operatorOptions) *harness {
 	t.Helper()
-	if opts.maxPerNode == 0 {
-		opts.maxPerNode = 4
+	o := operator.Defaults()
+	o.Manager = operator.ManagerOptions{MetricsAddr: "0", ProbeAddr: "0", ResultsAddr: "0"}
+	if opts.maxPerNode != 0 {
+		o.MaxCrawlsPerNode = opts.maxPerNode
 	}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   CacheOptions(opts.egress),
-		Client:  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+	o.Pod.Image = "crawler:test"
+	o.Pod.ResultsURL = "http://results.test:8083"
+	// Far beyond the clock jumps of the schedule tests, which would
+	// otherwise make every Pod look stuck.
+	o.Pod.ActiveDeadline = testDeadline
+	o.Index.Storage = "sqlite://" + filepath.Join(t.TempDir(), "index.db")
+	o.Index.BindAddress = "127.0.0.1:0"
+	o.Index.DNSServer = dnstest.Start(t, dnstest.Zone{}).Addr
+	o.Index.CheckInterval = time.Hour
+	o.Index.Egress.RequireFCrDNS = opts.requireFCrDNS
+	if opts.egress.LabelKey != "" {
+		o.Index.Egress.Selector = opts.egress
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	o.Clock = clk
+	op, err := operator.New(restConfig, o, func(m *ctrl.Options) {
 		// Tests start several managers in one process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		m.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := clocktesting.NewFakeClock(time.Now())
-	if err := (&CrawlTargetReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Scheme:    scheme,
-		Recorder:  mgr.GetEventRecorder("crawltarget-controller"),
-		Clock:     clk,
-		Pod: crawlpod.Config{
-			Image:      "crawler:test",
-			ResultsURL: "http://results.test:8083",
-			MinDelay:   time.Second,
-			// Far beyond the clock jumps of the schedule tests, which would
-			// otherwise make every Pod look stuck.
-			ActiveDeadline: testDeadline,
-			Resources:      crawlpod.DefaultResources(),
-			Egress:         opts.egress,
-		},
-		MaxCrawlsPerNode: opts.maxPerNode,
-		Egress:           EgressFilter{Healthy: opts.healthy, Selector: opts.egress},
-	}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	if err := (&ExclusionReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("exclusion-controller"),
-	}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
 	reads := &atomic.Int64{}
-	srv := &reportendpoint.Server{
-		Client: mgr.GetClient(),
-		Reader: countingReader{Reader: mgr.GetAPIReader(), n: reads},
-		Clock:  clk,
-		Excluded: func(ctx context.Context, host string) (bool, error) {
-			return Excluded(ctx, mgr.GetClient(), host)
-		},
-	}
-	op := &operator{clock: clk, results: httptest.NewServer(srv.Handler()), done: make(chan struct{}),
+	op.Results.Reader = countingReader{Reader: op.Results.Reader, n: reads}
+	mgr := op.Manager
+	h := &harness{clock: clk, results: httptest.NewServer(op.Results.Handler()), done: make(chan struct{}),
 		cache: mgr.GetClient(), apiReader: mgr.GetAPIReader(), apiReads: reads}
 	ctx, cancel := context.WithCancel(context.Background())
-	op.stop = cancel
+	h.stop = cancel
 	go func() {
-		defer close(op.done)
-		if err := mgr.Start(ctx); err != nil {
+		defer close(h.done)
+		if err := op.Start(ctx); err != nil {
 			t.Errorf("manager: %v", err)
 		}
 	}()
-	t.Cleanup(op.Stop)
-	return op
+	t.Cleanup(h.Stop)
+	return h
 }
 
 // Stop stops the manager and waits until it has stopped.
-func (o *operator) Stop() {
+func (o *harness) Stop() {
 	o.stop()
 	<-o.done
 	o.results.Close()

@@ -6,12 +6,12 @@ package index
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +31,7 @@ import (
 	"github.com/lohisoft/crawl-operator/index/store/postgres"
 	"github.com/lohisoft/crawl-operator/index/store/sqlite"
 	"github.com/lohisoft/crawl-operator/index/syncer"
-	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/egress"
 	"github.com/lohisoft/crawl-operator/internal/httpserver"
 )
 
@@ -51,34 +51,46 @@ type Options struct {
 	BindAddress string
 	// Identity is what /bot states and what the self-check checks against.
 	Identity identity.Identity
-	// RequireEgressFCrDNS keeps crawls off egress nodes that fail the
-	// self-check, and leaves them out of /bot and /bot/ips.json.
-	RequireEgressFCrDNS bool
-	// ExpectedEgressIPs, when not empty, are the only addresses crawls may
-	// come from (the manager's --expected-egress-ips); other egress nodes
-	// are left out of /bot and /bot/ips.json too.
-	ExpectedEgressIPs []string
+	// Egress says which egress nodes may crawl and are published: its
+	// Selector, Expected addresses and RequireFCrDNS. Setup fills Verified
+	// from the FCrDNS self-check.
+	Egress egress.Policy
 	// DNSServer (host:port) answers the self-check's lookups instead of the
 	// system resolver; for tests.
 	DNSServer string
 	// CheckInterval is the time between self-checks of a node.
 	CheckInterval time.Duration
-	// Egress names the egress nodes; zero means the default label.
-	Egress crawlpod.Egress
-	// Backend, when set, may adjust the backend connection before it
-	// starts (tests shorten its timing).
-	Backend func(*backend.Backend)
+}
+
+// DefaultOptions are the manager's flag defaults.
+func DefaultOptions() Options {
+	return Options{
+		Storage:       DefaultStorage,
+		BindAddress:   DefaultBindAddress,
+		Identity:      identity.Default(),
+		CheckInterval: 10 * time.Minute,
+		Egress:        egress.Policy{Selector: egress.DefaultSelector()},
+	}
+}
+
+// BindFlags binds the manager's index, identity and egress flags to o,
+// with o's values as the defaults.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Storage, "storage", o.Storage, "Index backend: sqlite:///path/to/index.db or postgres://user@host:5432/db.")
+	fs.StringVar(&o.BindAddress, "index-bind-address", o.BindAddress, "Address of the search API, /bot and /bot/ips.json.")
+	fs.StringVar(&o.DNSServer, "egress-dns-server", o.DNSServer, "DNS server (host:port) for the egress FCrDNS self-check (default: the system resolver).")
+	fs.DurationVar(&o.CheckInterval, "egress-check-interval", o.CheckInterval, "Time between FCrDNS self-checks of an egress node.")
+	o.Identity.BindFlags(fs)
+	o.Egress.BindFlags(fs)
 }
 
 // Index is the running index.
 type Index struct {
-	backend  *backend.Backend
-	syncer   *syncer.Syncer
-	checker  *fcrdns.Checker
-	require  bool
-	expected []string
-	egress   crawlpod.Egress
-	handler  http.Handler
+	backend *backend.Backend
+	syncer  *syncer.Syncer
+	checker *fcrdns.Checker
+	egress  egress.Policy
+	handler http.Handler
 }
 
 // Setup checks the options and registers the backend connection, the
@@ -102,15 +114,9 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 	}
 	dsn := opts.Storage
 	st := backend.New(kind, func(ctx context.Context) (store.Store, error) { return OpenStore(ctx, dsn) })
-	if opts.Backend != nil {
-		opts.Backend(st)
-	}
 	ix := &Index{
-		backend:  st,
-		syncer:   &syncer.Syncer{Client: mgr.GetClient(), Store: st, Backend: st},
-		require:  opts.RequireEgressFCrDNS,
-		expected: opts.ExpectedEgressIPs,
-		egress:   opts.Egress,
+		backend: st,
+		syncer:  &syncer.Syncer{Client: mgr.GetClient(), Store: st, Backend: st},
 		checker: &fcrdns.Checker{
 			Client:   mgr.GetClient(),
 			Resolver: verify.ResolverFor(opts.DNSServer),
@@ -118,9 +124,11 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 			Interval: opts.CheckInterval,
 			Recorder: mgr.GetEventRecorder("egress-fcrdns"),
 			Elected:  mgr.Elected(),
-			Selector: opts.Egress,
+			Selector: opts.Egress.Selector,
 		},
 	}
+	ix.egress = opts.Egress
+	ix.egress.Verified = ix.checker.Verified
 	bot := &botpage.Handler{Identity: opts.Identity, Egress: ix.egressSource(mgr.GetClient())}
 	ix.handler = route(&searchapi.Handler{Store: st}, bot)
 
@@ -162,12 +170,9 @@ func (ix *Index) BackendAvailable() bool { return ix.backend.Available() }
 // long the oldest has waited.
 func (ix *Index) SyncLag() (pending int, lag time.Duration) { return ix.syncer.Lag(time.Now()) }
 
-// EgressHealthy is the CrawlTarget reconciler's EgressHealthy: with
-// RequireEgressFCrDNS off every node is healthy, otherwise only nodes that
-// passed their last self-check.
-func (ix *Index) EgressHealthy(node string) bool {
-	return !ix.require || ix.checker.Healthy(node)
-}
+// EgressPolicy is the egress policy with the self-check's results: the
+// CrawlTarget reconciler places crawls with it and /bot publishes with it.
+func (ix *Index) EgressPolicy() egress.Policy { return ix.egress }
 
 // Handler serves the search API and the bot pages, as the server does.
 func (ix *Index) Handler() http.Handler { return ix.handler }
@@ -243,43 +248,11 @@ func route(apiHandler, bot http.Handler) http.Handler {
 // egressSource lists what /bot and /bot/ips.json publish, from the Nodes
 // in the manager's cache and the self-check's results.
 func (ix *Index) egressSource(c client.Reader) botpage.Source {
-	return func(ctx context.Context) ([]botpage.Egress, error) {
+	return func(ctx context.Context) ([]egress.Address, error) {
 		var nodes corev1.NodeList
-		if err := c.List(ctx, &nodes, client.MatchingLabels(ix.egress.Labels())); err != nil {
+		if err := c.List(ctx, &nodes, client.MatchingLabels(ix.egress.Selector.Labels())); err != nil {
 			return nil, fmt.Errorf("list egress Nodes: %w", err)
 		}
-		return Published(nodes.Items, ix.egress, ix.checker.Lookup, ix.require, ix.expected), nil
+		return ix.egress.Published(nodes.Items), nil
 	}
-}
-
-// Published decides which egress addresses the bot publishes: exactly those
-// crawls can come from. That is every labelled Node's IPv4 ExternalIP, with
-// the hostname the self-check verified for that very address, less (with
-// requireFCrDNS) addresses without a verified hostname and (with expected
-// not empty) addresses not in expected, because the CrawlTarget reconciler
-// sends no crawl there. Nodes that are NotReady or cordoned stay listed:
-// the address is still the bot's, crawls running there still come from it,
-// and a list that flaps with node health would make site owners' firewalls
-// flap too.
-func Published(nodes []corev1.Node, sel crawlpod.Egress, lookup func(node string) (fcrdns.Result, bool), requireFCrDNS bool, expected []string) []botpage.Egress {
-	var out []botpage.Egress
-	for i := range nodes {
-		n := &nodes[i]
-		if !sel.Selects(n.Labels) || n.DeletionTimestamp != nil {
-			continue
-		}
-		ip := crawlpod.ExternalIPv4(n)
-		if ip == "" || (len(expected) > 0 && !slices.Contains(expected, ip)) {
-			continue
-		}
-		var hostname string
-		if r, ok := lookup(n.Name); ok && r.OK && r.IP == ip {
-			hostname = r.Hostname
-		}
-		if requireFCrDNS && hostname == "" {
-			continue
-		}
-		out = append(out, botpage.Egress{IP: ip, Hostname: hostname})
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package index
+package index_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -27,14 +28,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/controllers"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
-	"github.com/lohisoft/crawl-operator/index/identity"
+	"github.com/lohisoft/crawl-operator/index"
 	"github.com/lohisoft/crawl-operator/index/searchapi"
-	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/egress"
+	"github.com/lohisoft/crawl-operator/internal/operator"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
@@ -63,68 +63,59 @@ var zone = dnstest.Zone{
 	},
 }
 
-// operator is a manager as cmd/manager wires the index: Setup, and the
-// Exclusion reconciler purging through it.
-type operator struct {
-	ix   *Index
-	base string // http://host:port of the index server
+// harness is the whole manager, wired as cmd/manager wires it, with its
+// index server on a loopback port and its results endpoint on a test
+// server.
+type harness struct {
+	ix      *index.Index
+	base    string // http://host:port of the index server
+	results string // base URL of the results endpoint
 }
 
-func start(t *testing.T, require bool) *operator {
+func start(t *testing.T, require bool) *harness {
 	t.Helper()
 	return startWith(t, require, "sqlite://"+filepath.Join(t.TempDir(), "data", "index.db"))
 }
 
 // startWith starts the operator on the given storage DSN.
-func startWith(t *testing.T, require bool, storage string) *operator {
+func startWith(t *testing.T, require bool, storage string) *harness {
 	t.Helper()
-	dns := dnstest.Start(t, zone)
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:     testenv.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      controllers.CacheOptions(crawlpod.Egress{}),
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	o := operator.Defaults()
+	o.Manager = operator.ManagerOptions{MetricsAddr: "0", ProbeAddr: "0", ResultsAddr: "0"}
+	o.Pod.Image = "crawler:test"
+	o.Pod.ResultsURL = "http://results.test:8083"
+	o.Pod.ActiveDeadline = time.Hour
+	o.Index.Storage = storage
+	o.Index.BindAddress = freeAddr(t)
+	o.Index.DNSServer = dnstest.Start(t, zone).Addr
+	o.Index.CheckInterval = time.Hour
+	o.Index.Egress.RequireFCrDNS = require
+	op, err := operator.New(restConfig, o, func(m *ctrl.Options) {
+		m.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	ix, err := Setup(mgr, Options{
-		Storage:             storage,
-		BindAddress:         addr,
-		Identity:            identity.Default(),
-		RequireEgressFCrDNS: require,
-		DNSServer:           dns.Addr,
-		CheckInterval:       time.Hour,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (&controllers.ExclusionReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("exclusion-controller"), Purger: ix,
-	}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	controllers.RegisterMetrics(mgr.GetClient())
+	endpoint := httptest.NewServer(op.Results.Handler())
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := mgr.Start(runCtx); err != nil {
+		if err := op.Start(runCtx); err != nil {
 			t.Errorf("manager: %v", err)
 		}
 	}()
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		ix.Close()
+		endpoint.Close()
 	})
-	op := &operator{ix: ix, base: "http://" + addr}
+	h := &harness{ix: op.Index, base: "http://" + o.Index.BindAddress, results: endpoint.URL}
 	eventually(t, "index server up", func() error {
-		_, err := op.get("/bot/ips.json")
+		_, err := h.get("/bot/ips.json")
 		return err
 	})
-	return op
+	return h
 }
 
 func freeAddr(t *testing.T) string {
@@ -149,7 +140,7 @@ type response struct {
 	body   string
 }
 
-func (o *operator) get(path string) (response, error) {
+func (o *harness) get(path string) (response, error) {
 	r, err := noRedirects.Get(o.base + path)
 	if err != nil {
 		return response{}, err
@@ -159,7 +150,7 @@ func (o *operator) get(path string) (response, error) {
 	return response{r.StatusCode, r.Header, string(b)}, err
 }
 
-func (o *operator) mustGet(t *testing.T, path string) response {
+func (o *harness) mustGet(t *testing.T, path string) response {
 	t.Helper()
 	r, err := o.get(path)
 	if err != nil {
@@ -180,12 +171,12 @@ func suffix() string {
 	return hex.EncodeToString(b)
 }
 
-// createNode creates a Node with an ExternalIP, an egress one when egress.
-func createNode(t *testing.T, name, ip string, egress bool) *corev1.Node {
+// createNode creates a Node with an ExternalIP, an egress one when isEgress.
+func createNode(t *testing.T, name, ip string, isEgress bool) *corev1.Node {
 	t.Helper()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if egress {
-		n.Labels = map[string]string{crawlpod.EgressLabel: crawlpod.EgressValue}
+	if isEgress {
+		n.Labels = map[string]string{egress.DefaultLabel: egress.DefaultValue}
 	}
 	if err := k8s.Create(ctx, n); err != nil {
 		t.Fatal(err)
@@ -203,7 +194,7 @@ func setIP(t *testing.T, n *corev1.Node, ip string) {
 	}
 }
 
-func prefixes(t *testing.T, o *operator) []string {
+func prefixes(t *testing.T, o *harness) []string {
 	t.Helper()
 	r := o.mustGet(t, "/bot/ips.json")
 	if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/json" {
@@ -235,13 +226,16 @@ func TestEgressSelfCheckDrivesCrawlsAndPublishedAddresses(t *testing.T) {
 	createNode(t, plain, "192.0.2.50", false)
 
 	eventually(t, "both egress nodes checked", func() error {
-		if _, ok := op.ix.checker.Lookup(bad); !ok || !op.ix.EgressHealthy(good) {
-			return fmt.Errorf("results %+v", op.ix.checker.Results())
+		if err := fcrdnsWarning(bad, "does not end in .bot.lohisoft.com"); err != nil {
+			return err
+		}
+		if !verified(t, op, good) {
+			return fmt.Errorf("%s not verified yet", good)
 		}
 		return nil
 	})
-	if op.ix.EgressHealthy(bad) || op.ix.EgressHealthy(plain) {
-		t.Errorf("failing or non-egress node is healthy: %+v", op.ix.checker.Results())
+	if verified(t, op, bad) || verified(t, op, plain) {
+		t.Error("failing or non-egress node is verified")
 	}
 	if got := prefixes(t, op); !reflect.DeepEqual(got, []string{"79.139.58.98/32"}) {
 		t.Errorf("ips.json lists %q, want only the verified egress node", got)
@@ -258,19 +252,6 @@ func TestEgressSelfCheckDrivesCrawlsAndPublishedAddresses(t *testing.T) {
 		}
 	}
 
-	eventually(t, "Warning Event on the failing Node", func() error {
-		var list eventsv1.EventList
-		if err := k8s.List(ctx, &list); err != nil {
-			return err
-		}
-		for _, e := range list.Items {
-			if e.Regarding.Kind == "Node" && e.Regarding.Name == bad && e.Type == corev1.EventTypeWarning && e.Reason == "FCrDNSFailed" &&
-				strings.Contains(e.Note, "does not end in .bot.lohisoft.com") {
-				return nil
-			}
-		}
-		return fmt.Errorf("no FCrDNSFailed Warning for %s among %d events", bad, len(list.Items))
-	})
 	if v := gauge(t, "crawl_operator_egress_fcrdns_verified", bad); v != 0 {
 		t.Errorf("metric for the failing node = %v, want 0", v)
 	}
@@ -287,8 +268,8 @@ func TestEgressSelfCheckDrivesCrawlsAndPublishedAddresses(t *testing.T) {
 		}
 		return nil
 	})
-	if !op.ix.EgressHealthy(bad) {
-		t.Error("fixed node is not healthy")
+	if !verified(t, op, bad) {
+		t.Error("fixed node is not verified")
 	}
 }
 
@@ -298,21 +279,13 @@ func TestWithoutRequiredFCrDNSEveryEgressNodeCounts(t *testing.T) {
 	good, bad := "good-"+s, "bad-"+s
 	createNode(t, good, "79.139.58.98", true)
 	createNode(t, bad, "203.0.113.12", true) // no PTR at all
-	if !op.ix.EgressHealthy(bad) || !op.ix.EgressHealthy("never-seen") {
-		t.Error("with --require-egress-fcrdns off every node must be healthy")
-	}
 	eventually(t, "both listed", func() error {
 		if got := prefixes(t, op); !reflect.DeepEqual(got, []string{"79.139.58.98/32", "203.0.113.12/32"}) {
 			return fmt.Errorf("ips.json lists %q", got)
 		}
 		return nil
 	})
-	eventually(t, "failing node checked", func() error {
-		if _, ok := op.ix.checker.Lookup(bad); !ok {
-			return fmt.Errorf("not checked yet")
-		}
-		return nil
-	})
+	eventually(t, "failing node checked", func() error { return fcrdnsWarning(bad, "no reverse DNS (PTR) name for 203.0.113.12") })
 	if page := op.mustGet(t, "/bot"); !strings.Contains(page.body, "<code>203.0.113.12</code></th><td>not verified") {
 		t.Error("/bot does not mark the unverified address")
 	}
@@ -328,21 +301,9 @@ func TestSearchAndExclusionThroughTheAPI(t *testing.T) {
 	}
 	ns, domain := nsObj.Name, "d"+suffix()+".example"
 	for name, host := range map[string]string{"apex": domain, "www": "www." + domain, "other": "other-" + domain} {
-		ct := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: crawlv1.CrawlTargetSpec{URL: "https://" + host + "/"}}
-		if err := k8s.Create(ctx, ct); err != nil {
-			t.Fatal(err)
-		}
-		si := &crawlv1.SiteIndex{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: crawlv1.SiteIndexSpec{Site: "https://" + host + ":443"}}
-		if err := k8s.Create(ctx, si); err != nil {
-			t.Fatal(err)
-		}
-		now := metav1.Now()
-		si.Status = crawlv1.SiteIndexStatus{CrawledAt: &now, Complete: true, Pages: []crawlv1.IndexedPage{
+		op.siteWithPages(t, ns, name, host, []crawlv1.IndexedPage{
 			{URL: "https://" + host + "/", StatusCode: 200, Title: "Kittiwake cliffs", Description: "Seabirds of " + host},
-		}}
-		if err := k8s.Status().Update(ctx, si); err != nil {
-			t.Fatal(err)
-		}
+		})
 	}
 	searchURLs := func() ([]string, error) {
 		r, err := op.get("/api/v1/search?q=" + url.QueryEscape("kittiwake") + "&limit=100")
@@ -396,6 +357,35 @@ func TestSearchAndExclusionThroughTheAPI(t *testing.T) {
 }
 
 // gauge reads one series of a metric from controller-runtime's registry.
+// verified reports whether the egress policy in force publishes node with
+// a verified hostname: what /bot and, with --require-egress-fcrdns, the
+// crawl placement go by.
+func verified(t *testing.T, op *harness, node string) bool {
+	t.Helper()
+	var n corev1.Node
+	if err := k8s.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+		t.Fatal(err)
+	}
+	pub := op.ix.EgressPolicy().Published([]corev1.Node{n})
+	return len(pub) == 1 && pub[0].Hostname != ""
+}
+
+// fcrdnsWarning finds the Warning Event the self-check gives a failing
+// node, with note in its text.
+func fcrdnsWarning(node, note string) error {
+	var list eventsv1.EventList
+	if err := k8s.List(ctx, &list); err != nil {
+		return err
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "Node" && e.Regarding.Name == node && e.Type == corev1.EventTypeWarning && e.Reason == "FCrDNSFailed" &&
+			strings.Contains(e.Note, note) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no FCrDNSFailed Warning for %s among %d events", node, len(list.Items))
+}
+
 func gauge(t *testing.T, name, node string) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()

@@ -1,88 +1,22 @@
-package index
+package index_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/controllers"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
-	"github.com/lohisoft/crawl-operator/index/identity"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
-	"github.com/lohisoft/crawl-operator/internal/reportendpoint"
-	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
-
-// wholeManager runs what cmd/manager runs that a crawl's report passes
-// through: the CrawlTarget reconciler, the results endpoint and the index.
-func wholeManager(t *testing.T) (*operator, string) {
-	t.Helper()
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:     testenv.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      controllers.CacheOptions(crawlpod.Egress{}),
-		Client:     client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	ix, err := Setup(mgr, Options{Storage: "sqlite://" + filepath.Join(t.TempDir(), "index.db"), BindAddress: addr,
-		Identity: identity.Default(), CheckInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (&controllers.CrawlTargetReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("crawltarget-controller"), Clock: clock.RealClock{},
-		Pod: crawlpod.Config{Image: "crawler:test", ResultsURL: "http://results.test:8083", MinDelay: time.Second,
-			ActiveDeadline: time.Hour, Resources: crawlpod.DefaultResources()},
-		MaxCrawlsPerNode: 4,
-		Egress:           controllers.EgressFilter{Healthy: ix.EgressHealthy},
-	}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	srv := &reportendpoint.Server{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: clock.RealClock{},
-		Excluded: func(ctx context.Context, host string) (bool, error) {
-			return controllers.Excluded(ctx, mgr.GetClient(), host)
-		}}
-	endpoint := httptest.NewServer(srv.Handler())
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(runCtx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		endpoint.Close()
-		ix.Close()
-	})
-	op := &operator{ix: ix, base: "http://" + addr}
-	eventually(t, "index server up", func() error { _, err := op.get("/bot/ips.json"); return err })
-	return op, endpoint.URL
-}
 
 // A run's token lets its holder report progress, but the texts of links to
 // other sites take effect only from the run's final, accepted result, and
@@ -90,7 +24,8 @@ func wholeManager(t *testing.T) (*operator, string) {
 // them.
 func TestOffSiteAnchorsOnlyFromTheFinalResult(t *testing.T) {
 	testutil.CreateEgressNode(t, k8s, "egress-offsite-"+suffix(), "79.139.58.98")
-	op, endpoint := wholeManager(t)
+	op := start(t, false)
+	endpoint := op.results
 	ns, sfx := newNS(t), suffix()
 	bakery := "bakery-" + sfx + ".example"
 	word := "harbour" + sfx // other tests' SiteIndexes are in this index too
@@ -155,7 +90,7 @@ func TestOffSiteAnchorsOnlyFromTheFinalResult(t *testing.T) {
 }
 
 // searchURLCount counts the results of q.
-func searchURLCount(op *operator, q string) (int, error) {
+func searchURLCount(op *harness, q string) (int, error) {
 	r, err := op.get("/api/v1/search?limit=100&q=" + q)
 	if err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package index
+package index_test
 
 import (
 	"encoding/json"
@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/controllers"
 	"github.com/lohisoft/crawl-operator/index/searchapi"
 	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
 )
@@ -41,30 +40,53 @@ func outage(t *testing.T) time.Duration {
 
 // site creates a CrawlTarget and its SiteIndex with one page per title, as
 // a finished crawl leaves them.
-func (o *operator) site(t *testing.T, ns, name, host string, titles ...string) *crawlv1.SiteIndex {
+func (o *harness) site(t *testing.T, ns, name, host string, titles ...string) *crawlv1.SiteIndex {
 	t.Helper()
-	ct := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: crawlv1.CrawlTargetSpec{URL: "https://" + host + "/"}}
+	var pages []crawlv1.IndexedPage
+	for i, title := range titles {
+		pages = append(pages, crawlv1.IndexedPage{URL: fmt.Sprintf("https://%s/%d", host, i), StatusCode: 200, Title: title})
+	}
+	return o.siteWithPages(t, ns, name, host, pages)
+}
+
+// siteWithPages is site with the pages given.
+func (o *harness) siteWithPages(t *testing.T, ns, name, host string, pages []crawlv1.IndexedPage) *crawlv1.SiteIndex {
+	t.Helper()
+	// Suspended: the operator creates the SiteIndex but starts no crawl.
+	ct := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: crawlv1.CrawlTargetSpec{URL: "https://" + host + "/", Suspend: true}}
 	if err := k8s.Create(ctx, ct); err != nil {
 		t.Fatal(err)
 	}
-	si := &crawlv1.SiteIndex{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: crawlv1.SiteIndexSpec{Site: "https://" + host + ":443"}}
-	if err := k8s.Create(ctx, si); err != nil {
-		t.Fatal(err)
-	}
+	si := &crawlv1.SiteIndex{}
+	eventually(t, "SiteIndex "+name+" created by the operator", func() error {
+		return k8s.Get(ctx, client.ObjectKeyFromObject(ct), si)
+	})
 	now := metav1.Now()
-	si.Status = crawlv1.SiteIndexStatus{CrawledAt: &now, Complete: true}
-	for i, title := range titles {
-		si.Status.Pages = append(si.Status.Pages, crawlv1.IndexedPage{URL: fmt.Sprintf("https://%s/%d", host, i), StatusCode: 200, Title: title})
-	}
+	si.Status = crawlv1.SiteIndexStatus{CrawledAt: &now, Complete: true, Pages: pages}
 	if err := k8s.Status().Update(ctx, si); err != nil {
 		t.Fatal(err)
 	}
 	return si
 }
 
+// removeSite deletes a site's CrawlTarget and then its SiteIndex, as the
+// garbage collector would (envtest runs none). Deleting only the SiteIndex
+// would make the operator create it again for the live target.
+func removeSite(t *testing.T, ns, name string) {
+	t.Helper()
+	key := metav1.ObjectMeta{Namespace: ns, Name: name}
+	if err := k8s.Delete(ctx, &crawlv1.CrawlTarget{ObjectMeta: key}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, &crawlv1.SiteIndex{ObjectMeta: key}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // search returns the hosts of the results for q, sorted and deduplicated,
 // or the status code when the answer is not 200.
-func (o *operator) search(q string) ([]string, response, error) {
+func (o *harness) search(q string) ([]string, response, error) {
 	r, err := o.get("/api/v1/search?limit=100&q=" + url.QueryEscape(q))
 	if err != nil || r.status != http.StatusOK {
 		return nil, r, err
@@ -87,7 +109,7 @@ func (o *operator) search(q string) ([]string, response, error) {
 }
 
 // searchIs checks that q finds pages of exactly hosts.
-func (o *operator) searchIs(q string, hosts ...string) func() error {
+func (o *harness) searchIs(q string, hosts ...string) func() error {
 	sort.Strings(hosts)
 	if hosts == nil {
 		hosts = []string{}
@@ -196,9 +218,7 @@ func TestBackendOutageCatchUp(t *testing.T) {
 	}
 
 	// The cluster moves on.
-	if err := k8s.Delete(ctx, &crawlv1.SiteIndex{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gone"}}); err != nil {
-		t.Fatal(err)
-	}
+	removeSite(t, ns, "gone")
 	op.site(t, ns, "added", added, razorbill)
 	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "outage-"}, Spec: crawlv1.ExclusionSpec{Domain: domain, Reason: "asked by email"}}
 	if err := k8s.Create(ctx, ex); err != nil {
@@ -211,7 +231,7 @@ func TestBackendOutageCatchUp(t *testing.T) {
 			return err
 		}
 		c := meta.FindStatusCondition(st.Conditions, crawlv1.ConditionReady)
-		if st.PurgedPages != 6 || c == nil || c.Status != metav1.ConditionFalse || c.Reason != controllers.ReasonBackendUnavailable {
+		if st.PurgedPages != 6 || c == nil || c.Status != metav1.ConditionFalse || c.Reason != crawlv1.ReasonBackendUnavailable {
 			return fmt.Errorf("status %+v", st)
 		}
 		return nil
@@ -362,9 +382,7 @@ func TestIndexCatchesUpAfterPostgresRestart(t *testing.T) {
 	if err := op.ix.BackendCheck(nil); err == nil {
 		t.Error("the index readiness check passes while PostgreSQL is stopped")
 	}
-	if err := k8s.Delete(ctx, &crawlv1.SiteIndex{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}}); err != nil {
-		t.Fatal(err)
-	}
+	removeSite(t, ns, "a")
 	op.site(t, ns, "c", c, word)
 	eventually(t, "both changes wait", func() error {
 		if pending, _ := op.ix.SyncLag(); pending < 2 {

@@ -88,8 +88,19 @@ const (
 	ReasonWaitingForCapacity = "WaitingForCapacity"
 	ReasonNoEgressNode       = "NoEgressNode"
 	ReasonSuspended          = "Suspended"
-	ReasonScheduled          = "Scheduled"
 	ReasonIdle               = "Idle"
+	// ReasonPending: created, not crawled yet, nothing in the way.
+	ReasonPending = "Pending"
+	// ReasonInvalidURL: spec.url names no crawlable site (CRD validation
+	// was bypassed). Stalled until spec changes.
+	ReasonInvalidURL = "InvalidURL"
+	// ReasonSiteIndexConflict: a SiteIndex of the target's name exists and
+	// is not the target's. Stalled until a person removes it.
+	ReasonSiteIndexConflict = "SiteIndexConflict"
+	// ReasonReconcileError: the last reconcile failed part-way (an API
+	// error); Ready is Unknown and Reconciling True until a retry succeeds.
+	// The rest of the status is what was last observed.
+	ReasonReconcileError = "ReconcileError"
 	// ReasonInvalidInput: the crawler refused its input (exit code 2, e.g.
 	// a URL it cannot crawl). Stalled until spec changes or a crawl is
 	// requested; never retried on a timer.

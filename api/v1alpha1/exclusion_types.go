@@ -30,6 +30,12 @@ type ExclusionSpec struct {
 // Reasons of an Exclusion's Ready condition.
 const (
 	ReasonEnforced = "Enforced"
+	// ReasonBackendUnavailable: crawls are stopped and SiteIndexes emptied;
+	// the index backend's rows are purged once it is reachable again.
+	ReasonBackendUnavailable = "BackendUnavailable"
+	// ReasonEnforcementFailed: the last reconcile failed (an API error) and
+	// is retried.
+	ReasonEnforcementFailed = "EnforcementFailed"
 )
 
 // ExclusionStatus reports what the exclusion matched and removed.

@@ -31,8 +31,8 @@ import (
 // Exit codes.
 const (
 	exitOK      = 0
-	exitFailure = 1 // runtime failure: final report not delivered, not verified
-	exitUsage   = 2 // bad input
+	exitFailure = 1                      // runtime failure: final report not delivered, not verified
+	exitUsage   = runreport.ExitBadInput // bad input
 )
 
 func main() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -21,9 +22,10 @@ import (
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
-	"github.com/lohisoft/crawl-operator/index/identity"
+
 	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/operator"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
@@ -98,18 +100,19 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 	dns := dnstest.Start(t, dnstest.Zone{})
 	testutil.CreateEgressNode(t, k8s, "egress-manager", "79.139.58.98")
 
-	o := options{
-		metricsAddr: freeAddr(t), probeAddr: freeAddr(t), resultsAddr: freeAddr(t),
-		crawlerImage: "crawler:test", crawlerPullPolicy: "IfNotPresent", resultsURL: "http://results.test:8083",
-		maxCrawlsPerNode: 4, minCrawlDelay: time.Second, crawlDeadline: time.Hour,
-		userAgent:   "LohiSoftBot/1.0 (+https://lohisoft.com/bot)",
-		egressLabel: crawlpod.EgressLabel + "=" + crawlpod.EgressValue, egressTaint: crawlpod.EgressLabel + "=" + crawlpod.EgressValue + ":NoSchedule",
+	// The flags as the chart passes them, parsed by the manager's own
+	// flag set.
+	o := operator.Defaults()
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse([]string{
+		"--metrics-bind-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t),
+		"--results-bind-address=" + freeAddr(t), "--index-bind-address=" + freeAddr(t),
+		"--crawler-image=crawler:test", "--results-url=http://results.test:8083", "--crawl-deadline=1h",
+		"--storage=" + dsn, "--egress-dns-server=" + dns.Addr, "--egress-check-interval=1h",
+	}); err != nil {
+		t.Fatal(err)
 	}
-	o.index.Storage = dsn
-	o.index.BindAddress = freeAddr(t)
-	o.index.DNSServer = dns.Addr
-	o.index.CheckInterval = time.Hour
-	o.index.Identity = identity.Default()
 	runCtx, cancel := context.WithCancel(ctx)
 	exited := make(chan error, 1)
 	go func() { exited <- run(runCtx, restConfig, o) }()
@@ -119,7 +122,7 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 			t.Errorf("manager: %v", err)
 		}
 	})
-	probes, index, metrics, results := "http://"+o.probeAddr, "http://"+o.index.BindAddress, "http://"+o.metricsAddr, "http://"+o.resultsAddr
+	probes, index, metrics, results := "http://"+o.Manager.ProbeAddr, "http://"+o.Index.BindAddress, "http://"+o.Manager.MetricsAddr, "http://"+o.Manager.ResultsAddr
 
 	select {
 	case err := <-exited:

@@ -11,6 +11,10 @@ const (
 	// reports of one run: one path per run, so a token is only ever checked
 	// against its own Pod.
 	PathPattern = "/v1/runs/{namespace}/{pod}"
+	// ExitBadInput is the crawler's exit code for input it refuses (a URL
+	// it cannot crawl, a bad flag): running it again with the same input
+	// fails the same way, so the operator does not retry on a timer.
+	ExitBadInput = 2
 )
 
 // Path is the report path of run Pod pod in namespace: PathPattern filled in.

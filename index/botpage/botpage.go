@@ -10,6 +10,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"github.com/lohisoft/crawl-operator/internal/egress"
 	"html/template"
 	"net/http"
 	"net/netip"
@@ -29,15 +30,8 @@ const (
 	IPsPath  = "/bot/ips.json"
 )
 
-// Egress is one source address of the bot.
-type Egress struct {
-	IP string // IPv4
-	// Hostname is the PTR name the self-check verified; empty if it did not.
-	Hostname string
-}
-
 // Source returns the addresses to publish now.
-type Source func(ctx context.Context) ([]Egress, error)
+type Source func(ctx context.Context) ([]egress.Address, error)
 
 // Handler serves the bot page and the IP list.
 type Handler struct {
@@ -115,8 +109,8 @@ func (h *Handler) serveIPs(w http.ResponseWriter, r *http.Request) {
 type pageData struct {
 	T          *text
 	ID         identity.Identity
-	Egress     []Egress
-	Example    *Egress
+	Egress     []egress.Address
+	Example    *egress.Address
 	BareDomain string
 	Languages  []*text
 }
@@ -150,12 +144,12 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 // egress returns the IPv4 addresses of the source, deduplicated and sorted
 // numerically; anything else a source might hand over is dropped, because
 // the bot never uses it.
-func (h *Handler) egress(ctx context.Context) ([]Egress, error) {
+func (h *Handler) egress(ctx context.Context) ([]egress.Address, error) {
 	raw, err := h.Egress(ctx)
 	if err != nil {
 		return nil, err
 	}
-	byIP := map[netip.Addr]Egress{}
+	byIP := map[netip.Addr]egress.Address{}
 	for _, e := range raw {
 		a, err := netip.ParseAddr(e.IP)
 		if err != nil || !a.Is4() {
@@ -164,21 +158,21 @@ func (h *Handler) egress(ctx context.Context) ([]Egress, error) {
 		if prev, seen := byIP[a]; seen && prev.Hostname != "" {
 			continue
 		}
-		byIP[a] = Egress{IP: a.String(), Hostname: e.Hostname}
+		byIP[a] = egress.Address{IP: a.String(), Hostname: e.Hostname}
 	}
 	addrs := make([]netip.Addr, 0, len(byIP))
 	for a := range byIP {
 		addrs = append(addrs, a)
 	}
 	slices.SortFunc(addrs, netip.Addr.Compare)
-	out := make([]Egress, len(addrs))
+	out := make([]egress.Address, len(addrs))
 	for i, a := range addrs {
 		out[i] = byIP[a]
 	}
 	return out, nil
 }
 
-func (h *Handler) changedAt(eg []Egress) time.Time {
+func (h *Handler) changedAt(eg []egress.Address) time.Time {
 	var key strings.Builder
 	for _, e := range eg {
 		key.WriteString(e.IP + " ")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lohisoft/crawl-operator/internal/egress"
 	"html/template"
 	"io"
 	"net/http"
@@ -18,13 +19,13 @@ import (
 	"github.com/lohisoft/crawl-operator/index/identity"
 )
 
-var live = []Egress{
+var live = []egress.Address{
 	{IP: "79.139.58.121", Hostname: "crawler2.bot.lohisoft.com"},
 	{IP: "79.139.58.98", Hostname: "crawler1.bot.lohisoft.com"},
 }
 
-func handler(id identity.Identity, eg []Egress) *Handler {
-	return &Handler{Identity: id, Egress: func(context.Context) ([]Egress, error) { return eg, nil }}
+func handler(id identity.Identity, eg []egress.Address) *Handler {
+	return &Handler{Identity: id, Egress: func(context.Context) ([]egress.Address, error) { return eg, nil }}
 }
 
 func get(t *testing.T, h http.Handler, target string, header ...string) *http.Response {
@@ -49,7 +50,7 @@ func body(t *testing.T, r *http.Response) string {
 
 // facts are the strings a page for id and eg must state, as they appear
 // in the HTML.
-func facts(tx *text, id identity.Identity, eg []Egress) []string {
+func facts(tx *text, id identity.Identity, eg []egress.Address) []string {
 	out := []string{
 		id.Operator, id.Contact, id.UserAgent, id.HostnameSuffix, id.IPsURL,
 		"User-agent: " + id.ProductToken + "\nDisallow: /",
@@ -123,7 +124,7 @@ func TestChangingTheConfigurationChangesThePage(t *testing.T) {
 	if err := id.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	eg := []Egress{{IP: "192.0.2.7", Hostname: "c7.crawl.example.net"}, {IP: "192.0.2.8"}}
+	eg := []egress.Address{{IP: "192.0.2.7", Hostname: "c7.crawl.example.net"}, {IP: "192.0.2.8"}}
 	h := handler(id, eg)
 	def := identity.Default()
 	for _, tx := range languages {
@@ -244,9 +245,9 @@ func verbs(s string) string {
 
 func TestIPsJSON(t *testing.T) {
 	now := time.Date(2026, 8, 23, 10, 0, 0, 0, time.UTC)
-	eg := append([]Egress{}, live...)
+	eg := append([]egress.Address{}, live...)
 	h := handler(identity.Default(), nil)
-	h.Egress = func(context.Context) ([]Egress, error) { return eg, nil }
+	h.Egress = func(context.Context) ([]egress.Address, error) { return eg, nil }
 	h.Now = func() time.Time { return now }
 
 	read := func() (map[string]json.RawMessage, ipList) {
@@ -287,7 +288,7 @@ func TestIPsJSON(t *testing.T) {
 	if _, l := read(); l.CreationTime != list.CreationTime {
 		t.Errorf("creationTime moved without a change: %s → %s", list.CreationTime, l.CreationTime)
 	}
-	eg = append(eg, Egress{IP: "192.0.2.1"}, Egress{IP: "2001:db8::1"}, Egress{IP: "79.139.58.98"}, Egress{IP: "bogus"})
+	eg = append(eg, egress.Address{IP: "192.0.2.1"}, egress.Address{IP: "2001:db8::1"}, egress.Address{IP: "79.139.58.98"}, egress.Address{IP: "bogus"})
 	_, l := read()
 	if l.CreationTime != now.Format(time.RFC3339) {
 		t.Errorf("creationTime = %s after the set changed, want %s", l.CreationTime, now.Format(time.RFC3339))
@@ -329,7 +330,7 @@ func TestRoutesMethodsAndErrors(t *testing.T) {
 			t.Errorf("%s %s = %d (Location %q), want %d", tc.method, tc.target, rec.Code, rec.Header().Get("Location"), tc.want)
 		}
 	}
-	broken := &Handler{Identity: identity.Default(), Egress: func(context.Context) ([]Egress, error) { return nil, errors.New("cache down") }}
+	broken := &Handler{Identity: identity.Default(), Egress: func(context.Context) ([]egress.Address, error) { return nil, errors.New("cache down") }}
 	for _, p := range []string{"/bot", IPsPath} {
 		if r := get(t, broken, p); r.StatusCode != http.StatusServiceUnavailable {
 			t.Errorf("%s with the source failing = %d, want 503", p, r.StatusCode)

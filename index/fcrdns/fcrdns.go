@@ -2,7 +2,7 @@
 // the forward-confirmed reverse DNS test the bot page tells site owners to
 // run: the PTR name of the node's public IPv4 address must end in the
 // configured suffix and resolve back to that address. A node that fails
-// gets a Warning Event and a metric, and Healthy reports it so the
+// gets a Warning Event and a metric, and Verified reports it so the
 // CrawlTarget reconciler can keep crawls off it.
 package fcrdns
 
@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/lohisoft/crawl-operator/crawler/verify"
-	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/egress"
 )
 
 // Defaults of Checker.
@@ -87,7 +87,7 @@ type Checker struct {
 	Elected <-chan struct{}
 	Now     func() time.Time
 	// Selector names the egress nodes; zero means the default label.
-	Selector crawlpod.Egress
+	Selector egress.Selector
 
 	mu      sync.RWMutex
 	results map[string]Result
@@ -108,7 +108,7 @@ func (c *Checker) SetupWithManager(mgr ctrl.Manager) error {
 			// check depends on matters.
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-				return c.isEgress(o) != c.isEgress(n) || crawlpod.ExternalIPv4(o) != crawlpod.ExternalIPv4(n)
+				return c.isEgress(o) != c.isEgress(n) || egress.ExternalIPv4(o) != egress.ExternalIPv4(n)
 			},
 			DeleteFunc:  func(event.DeleteEvent) bool { return true },
 			GenericFunc: func(event.GenericEvent) bool { return false },
@@ -147,7 +147,7 @@ func (c *Checker) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 }
 
 func (c *Checker) check(ctx context.Context, node *corev1.Node) Result {
-	res := Result{Node: node.Name, IP: crawlpod.ExternalIPv4(node), CheckedAt: c.now()}
+	res := Result{Node: node.Name, IP: egress.ExternalIPv4(node), CheckedAt: c.now()}
 	if res.IP == "" {
 		res.Reason = "the Node has no IPv4 ExternalIP"
 		return res
@@ -237,13 +237,16 @@ func (c *Checker) leading() bool {
 	}
 }
 
-// Healthy reports whether node passed its last check. A node not checked
-// yet is not healthy: crawls wait for the first check (seconds after the
-// node appears) rather than risk an address owners would block.
-func (c *Checker) Healthy(node string) bool {
+// Verified returns the hostname node's last check verified for exactly ip,
+// or "" when the check failed, has not run, or ran for another address.
+// It is the egress.Policy's Verified.
+func (c *Checker) Verified(node, ip string) string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.results[node].OK
+	if r := c.results[node]; r.OK && r.IP == ip {
+		return r.Hostname
+	}
+	return ""
 }
 
 // Results returns the latest result of every egress node, sorted by node.

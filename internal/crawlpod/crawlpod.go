@@ -9,8 +9,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
+	"flag"
 	"fmt"
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -18,107 +19,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/engine"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
+	"github.com/lohisoft/crawl-operator/internal/egress"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
-
-// The default egress node label and taint (key=value, effect NoSchedule),
-// shared with the chart and the dev cluster.
-const (
-	EgressLabel = "crawl.lohisoft.com/egress"
-	EgressValue = "true"
-)
-
-// Egress names the egress nodes: the label that marks them and the taint
-// that keeps every other Pod off them. Crawler Pods select the label and
-// tolerate the taint. The zero value means the defaults.
-type Egress struct {
-	LabelKey, LabelValue string
-	TaintKey, TaintValue string
-	TaintEffect          corev1.TaintEffect
-}
-
-// DefaultEgress is crawl.lohisoft.com/egress=true, tainted NoSchedule.
-func DefaultEgress() Egress {
-	return Egress{LabelKey: EgressLabel, LabelValue: EgressValue,
-		TaintKey: EgressLabel, TaintValue: EgressValue, TaintEffect: corev1.TaintEffectNoSchedule}
-}
-
-// ParseEgress reads a label "key=value" and a taint "key=value:Effect", the
-// way kubectl label and kubectl taint write them.
-func ParseEgress(label, taint string) (Egress, error) {
-	var e Egress
-	var ok bool
-	if e.LabelKey, e.LabelValue, ok = strings.Cut(label, "="); !ok || e.LabelKey == "" {
-		return Egress{}, fmt.Errorf("egress node label %q: want key=value", label)
-	}
-	if errs := validation.IsQualifiedName(e.LabelKey); len(errs) > 0 {
-		return Egress{}, fmt.Errorf("egress node label key %q: %s", e.LabelKey, strings.Join(errs, "; "))
-	}
-	if errs := validation.IsValidLabelValue(e.LabelValue); len(errs) > 0 {
-		return Egress{}, fmt.Errorf("egress node label value %q: %s", e.LabelValue, strings.Join(errs, "; "))
-	}
-	kv, effect, ok := strings.Cut(taint, ":")
-	if e.TaintKey, e.TaintValue, _ = strings.Cut(kv, "="); !ok || e.TaintKey == "" {
-		return Egress{}, fmt.Errorf("egress node taint %q: want key=value:Effect", taint)
-	}
-	switch e.TaintEffect = corev1.TaintEffect(effect); e.TaintEffect {
-	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
-	default:
-		return Egress{}, fmt.Errorf("egress node taint %q: effect must be NoSchedule, PreferNoSchedule or NoExecute", taint)
-	}
-	return e, nil
-}
-
-func (e Egress) orDefault() Egress {
-	if e.LabelKey == "" {
-		return DefaultEgress()
-	}
-	return e
-}
-
-// Labels is the label set that selects egress nodes.
-func (e Egress) Labels() map[string]string {
-	e = e.orDefault()
-	return map[string]string{e.LabelKey: e.LabelValue}
-}
-
-// Selects reports whether an object with these labels is an egress node.
-func (e Egress) Selects(labels map[string]string) bool {
-	e = e.orDefault()
-	v, ok := labels[e.LabelKey]
-	return ok && v == e.LabelValue
-}
-
-// Toleration lets crawler Pods onto tainted egress nodes.
-func (e Egress) Toleration() corev1.Toleration {
-	e = e.orDefault()
-	return corev1.Toleration{Key: e.TaintKey, Operator: corev1.TolerationOpEqual, Value: e.TaintValue, Effect: e.TaintEffect}
-}
-
-// ExternalIPv4 returns the first IPv4 ExternalIP of a Node, or "": the
-// public address an egress node crawls from.
-func ExternalIPv4(n *corev1.Node) string {
-	for _, a := range n.Status.Addresses {
-		if a.Type != corev1.NodeExternalIP {
-			continue
-		}
-		if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
-			return ip.String()
-		}
-	}
-	return ""
-}
-
-// Taint is the taint egress nodes carry.
-func (e Egress) Taint() corev1.Taint {
-	e = e.orDefault()
-	return corev1.Taint{Key: e.TaintKey, Value: e.TaintValue, Effect: e.TaintEffect}
-}
 
 // Labels and annotations on crawler Pods.
 const (
@@ -165,7 +73,7 @@ type Config struct {
 	// demos and tests, where the sample site is on loopback.
 	AllowPrivate bool
 	// Egress names the egress nodes; zero means the defaults.
-	Egress Egress
+	Egress egress.Selector
 }
 
 // DefaultResources are requests and limits sized for a 20-page crawl with a
@@ -267,20 +175,7 @@ func RunNumber(pod *corev1.Pod) int64 {
 // Delay is the gap the crawler keeps between requests: spec.delay raised to
 // the operator's floor.
 func Delay(spec crawlv1.CrawlTargetSpec, floor time.Duration) time.Duration {
-	d := time.Second
-	if spec.Delay != nil {
-		d = spec.Delay.Duration
-	}
-	return max(d, floor)
-}
-
-// MaxPages is spec.maxPages with the CRD default applied and the public
-// 20-page promise enforced even if validation was bypassed.
-func MaxPages(spec crawlv1.CrawlTargetSpec) int32 {
-	if spec.MaxPages <= 0 || spec.MaxPages > crawlv1.MaxIndexedPages {
-		return crawlv1.MaxIndexedPages
-	}
-	return spec.MaxPages
+	return max(spec.DelayOrDefault(), floor)
 }
 
 // ReportURL is where a run reports: one URL per run, so a token is only
@@ -315,7 +210,7 @@ func Pod(r Run, cfg Config) *corev1.Pod {
 	name := PodName(r.Target.Name, r.Number)
 	args := []string{
 		"crawl",
-		"--max-pages=" + strconv.Itoa(int(MaxPages(r.Target.Spec))),
+		"--max-pages=" + strconv.Itoa(int(r.Target.Spec.MaxPagesOrDefault())),
 		"--delay=" + Delay(r.Target.Spec, cfg.MinDelay).String(),
 		"--report-url=" + ReportURL(cfg.ResultsURL, r.Target.Namespace, name),
 	}
@@ -428,4 +323,47 @@ func truncateLabel(s string) string {
 		return s
 	}
 	return strings.TrimRight(s[:63], "-.")
+}
+
+// DefaultConfig is the Config of the manager's flag defaults.
+func DefaultConfig() Config {
+	return Config{
+		Image:           "ghcr.io/lohisoft/crawl-operator:latest",
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		ResultsURL:      "http://crawl-operator-results.crawl-system.svc:8083",
+		MinDelay:        time.Second,
+		UserAgent:       engine.DefaultUserAgent,
+		ActiveDeadline:  30 * time.Minute,
+		Resources:       DefaultResources(),
+	}
+}
+
+// BindFlags binds the manager's crawler Pod flags to c, with c's values as
+// the defaults. The egress selector is bound by egress.Policy.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Image, "crawler-image", c.Image, "Image of crawler Pods; it must provide the crawler command.")
+	fs.StringVar((*string)(&c.ImagePullPolicy), "crawler-image-pull-policy", string(c.ImagePullPolicy), "Pull policy of the crawler image.")
+	fs.StringVar(&c.ResultsURL, "results-url", c.ResultsURL, "Base URL of the results endpoint as crawler Pods reach it.")
+	fs.DurationVar(&c.MinDelay, "min-crawl-delay", c.MinDelay, "Floor applied to spec.delay: the least gap between two requests to a site.")
+	fs.DurationVar(&c.ActiveDeadline, "crawl-deadline", c.ActiveDeadline, "activeDeadlineSeconds of crawler Pods.")
+	fs.StringVar(&c.UserAgent, "crawler-user-agent", c.UserAgent, "User-Agent crawler Pods send; /bot states it as the current one.")
+	fs.BoolVar(&c.AllowPrivate, "crawler-allow-private", c.AllowPrivate, "Let crawlers fetch private and loopback addresses. Local demos and tests only.")
+}
+
+// Validate reports the first setting no crawler Pod could run with.
+func (c Config) Validate() error {
+	switch {
+	case c.Image == "":
+		return errors.New("--crawler-image must not be empty")
+	case c.MinDelay < 0:
+		return errors.New("--min-crawl-delay must not be negative")
+	case c.ActiveDeadline < 0:
+		return errors.New("--crawl-deadline must not be negative")
+	}
+	switch c.ImagePullPolicy {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		return fmt.Errorf("--crawler-image-pull-policy %q: want Always, IfNotPresent or Never", c.ImagePullPolicy)
+	}
+	return nil
 }

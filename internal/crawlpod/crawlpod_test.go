@@ -2,6 +2,7 @@ package crawlpod
 
 import (
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
+	"github.com/lohisoft/crawl-operator/internal/egress"
 
 	"slices"
 	"strings"
@@ -78,11 +79,11 @@ func TestPodIsRestrictedAndCredentialFree(t *testing.T) {
 
 func TestPodIsPinnedToItsEgressNode(t *testing.T) {
 	pod := Pod(testRun("example", crawlv1.CrawlTargetSpec{URL: "https://example.com/"}), testConfig())
-	if pod.Spec.NodeSelector[EgressLabel] != "true" {
+	if pod.Spec.NodeSelector[egress.DefaultLabel] != "true" {
 		t.Errorf("nodeSelector = %v", pod.Spec.NodeSelector)
 	}
 	tol := pod.Spec.Tolerations
-	if len(tol) != 1 || tol[0].Key != EgressLabel || tol[0].Value != "true" || tol[0].Effect != corev1.TaintEffectNoSchedule {
+	if len(tol) != 1 || tol[0].Key != egress.DefaultLabel || tol[0].Value != "true" || tol[0].Effect != corev1.TaintEffectNoSchedule {
 		t.Errorf("tolerations = %+v", tol)
 	}
 	terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
@@ -181,31 +182,9 @@ func TestToken(t *testing.T) {
 	}
 }
 
-func TestParseEgress(t *testing.T) {
-	tests := []struct {
-		label, taint string
-		want         Egress
-		wantErr      bool
-	}{
-		{label: "crawl.lohisoft.com/egress=true", taint: "crawl.lohisoft.com/egress=true:NoSchedule", want: DefaultEgress()},
-		{label: "node-role/egress=", taint: "dedicated=crawler:NoExecute",
-			want: Egress{LabelKey: "node-role/egress", TaintKey: "dedicated", TaintValue: "crawler", TaintEffect: corev1.TaintEffectNoExecute}},
-		{label: "egress", taint: "a=b:NoSchedule", wantErr: true},
-		{label: "bad key!=x", taint: "a=b:NoSchedule", wantErr: true},
-		{label: "a=b", taint: "a=b", wantErr: true},
-		{label: "a=b", taint: "a=b:Sometimes", wantErr: true},
-	}
-	for _, tt := range tests {
-		got, err := ParseEgress(tt.label, tt.taint)
-		if (err != nil) != tt.wantErr || (!tt.wantErr && got != tt.want) {
-			t.Errorf("ParseEgress(%q, %q) = %+v, %v", tt.label, tt.taint, got, err)
-		}
-	}
-}
-
 func TestPodFollowsTheEgressSelector(t *testing.T) {
 	cfg := testConfig()
-	cfg.Egress = Egress{LabelKey: "pool", LabelValue: "egress", TaintKey: "dedicated", TaintValue: "crawler", TaintEffect: corev1.TaintEffectNoExecute}
+	cfg.Egress = egress.Selector{LabelKey: "pool", LabelValue: "egress", TaintKey: "dedicated", TaintValue: "crawler", TaintEffect: corev1.TaintEffectNoExecute}
 	pod := Pod(testRun("t", crawlv1.CrawlTargetSpec{URL: "https://example.com/"}), cfg)
 	if pod.Spec.NodeSelector["pool"] != "egress" || len(pod.Spec.NodeSelector) != 1 {
 		t.Errorf("nodeSelector = %v", pod.Spec.NodeSelector)
@@ -213,10 +192,10 @@ func TestPodFollowsTheEgressSelector(t *testing.T) {
 	if tol := pod.Spec.Tolerations; len(tol) != 1 || tol[0].Key != "dedicated" || tol[0].Effect != corev1.TaintEffectNoExecute {
 		t.Errorf("tolerations = %+v", tol)
 	}
-	if !cfg.Egress.Selects(map[string]string{"pool": "egress"}) || cfg.Egress.Selects(map[string]string{EgressLabel: EgressValue}) {
+	if !cfg.Egress.Selects(map[string]string{"pool": "egress"}) || cfg.Egress.Selects(map[string]string{egress.DefaultLabel: egress.DefaultValue}) {
 		t.Error("Selects disagrees with the configured label")
 	}
-	if !(Egress{}).Selects(map[string]string{EgressLabel: EgressValue}) {
+	if !(egress.Selector{}).Selects(map[string]string{egress.DefaultLabel: egress.DefaultValue}) {
 		t.Error("the zero Egress must select the default label")
 	}
 }

@@ -262,7 +262,7 @@ func (s *Server) store(ctx context.Context, pod *corev1.Pod, ct *crawlv1.CrawlTa
 	}
 	before := si.DeepCopy()
 	now := s.now()
-	si.Status = Merge(si.Status, IndexStatus(rep, owner, pod.Name, int(crawlpod.MaxPages(ct.Spec)), now), now)
+	si.Status = Merge(si.Status, IndexStatus(rep, owner, pod.Name, int(ct.Spec.MaxPagesOrDefault()), now), now)
 	// The optimistic lock keeps a late request from overwriting a newer
 	// write; the crawler retries a 503.
 	err := s.Client.Status().Patch(ctx, si, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/egress"
 )
 
 // CreateEgressNode registers a Ready egress Node with an ExternalIP, the way
@@ -30,9 +31,9 @@ func CreateEgressNode(t testing.TB, c client.Client, name, ip string) *corev1.No
 	t.Helper()
 	ctx := context.Background()
 	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{crawlpod.EgressLabel: crawlpod.EgressValue}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{egress.DefaultLabel: egress.DefaultValue}},
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{
-			Key: crawlpod.EgressLabel, Value: crawlpod.EgressValue, Effect: corev1.TaintEffectNoSchedule,
+			Key: egress.DefaultLabel, Value: egress.DefaultValue, Effect: corev1.TaintEffectNoSchedule,
 		}}},
 	}
 	if err := c.Create(ctx, n); err != nil {

@@ -27,6 +27,7 @@ import (
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/egress"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
@@ -148,7 +149,7 @@ func startManager(t *testing.T, c *controlPlane, binary string) string {
 
 func toleratesEgressTaint(tols []corev1.Toleration) bool {
 	for _, tol := range tols {
-		if tol.Key == crawlpod.EgressLabel && tol.Value == crawlpod.EgressValue && tol.Effect == corev1.TaintEffectNoSchedule {
+		if tol.Key == egress.DefaultLabel && tol.Value == egress.DefaultValue && tol.Effect == corev1.TaintEffectNoSchedule {
 			return true
 		}
 	}
@@ -215,7 +216,7 @@ func TestOperatorEndToEnd(t *testing.T) {
 		switch {
 		case terms[0].MatchFields[0].Values[0] != "egress-1":
 			t.Errorf("pod not pinned to egress-1: %+v", terms)
-		case spec.NodeSelector[crawlpod.EgressLabel] != "true" || !toleratesEgressTaint(spec.Tolerations):
+		case spec.NodeSelector[egress.DefaultLabel] != "true" || !toleratesEgressTaint(spec.Tolerations):
 			t.Errorf("egress selector/toleration missing")
 		case *spec.AutomountServiceAccountToken:
 			t.Errorf("crawler Pod gets Kubernetes credentials")

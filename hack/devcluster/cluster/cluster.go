@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/egress"
 )
 
 // EgressNode is a Node the cluster registers with a public IPv4 address.
@@ -177,12 +177,12 @@ func (c *Cluster) Stop() {
 func registerNode(ctx context.Context, c client.Client, n EgressNode) error {
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{
-			crawlpod.EgressLabel:     crawlpod.EgressValue,
+			egress.DefaultLabel:      egress.DefaultValue,
 			"kubernetes.io/hostname": n.Name,
 			"kubernetes.io/os":       "linux",
 		}},
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{
-			Key: crawlpod.EgressLabel, Value: crawlpod.EgressValue, Effect: corev1.TaintEffectNoSchedule,
+			Key: egress.DefaultLabel, Value: egress.DefaultValue, Effect: corev1.TaintEffectNoSchedule,
 		}}},
 	}
 	if err := c.Create(ctx, node); err != nil {

@@ -1,0 +1,78 @@
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// podFinishedAt is when the crawler container ended, or fallback.
+func podFinishedAt(pod *corev1.Pod, fallback time.Time) time.Time {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && !t.FinishedAt.IsZero() {
+			return t.FinishedAt.Time
+		}
+	}
+	return fallback
+}
+
+// podStartedAt is when the crawler container started, if it did.
+func podStartedAt(pod *corev1.Pod) time.Time {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && !t.StartedAt.IsZero() {
+			return t.StartedAt.Time
+		}
+	}
+	if pod.Status.StartTime != nil {
+		return pod.Status.StartTime.Time
+	}
+	return time.Time{}
+}
+
+// podFailure explains a failed Pod in one line.
+func podFailure(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			msg := fmt.Sprintf("exit code %d", t.ExitCode)
+			if t.Reason != "" {
+				msg += " (" + t.Reason + ")"
+			}
+			if t.Message != "" {
+				msg += ": " + lastLine(t.Message)
+			}
+			return msg
+		}
+	}
+	if pod.Status.Reason != "" {
+		return pod.Status.Reason + ": " + pod.Status.Message
+	}
+	return "unknown reason"
+}
+
+func lastLine(s string) string {
+	const max = 200
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == ' ') {
+		s = s[:len(s)-1]
+	}
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			s = s[i+1:]
+			break
+		}
+	}
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}
+
+// crawlerExitCode is the exit code of a finished crawler container, or -1.
+func crawlerExitCode(pod *corev1.Pod) int32 {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			return t.ExitCode
+		}
+	}
+	return -1
+}

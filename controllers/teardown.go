@@ -1,0 +1,78 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+)
+
+// deleteActiveCrawls deletes a target's unfinished crawler Pods and their
+// token Secrets, so a stolen token dies with its run. It returns how many
+// Pods it deleted.
+func deleteActiveCrawls(ctx context.Context, c client.Client, ct *crawlv1.CrawlTarget) (int, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ct.Namespace),
+		client.MatchingLabels{crawlpod.LabelTargetUID: string(ct.UID)}); err != nil {
+		return 0, fmt.Errorf("list crawler Pods: %w", err)
+	}
+	deleted := 0
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if crawlpod.Finished(p) {
+			continue
+		}
+		if p.DeletionTimestamp == nil {
+			if err := c.Delete(ctx, p, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+				return deleted, fmt.Errorf("delete crawler Pod %s: %w", p.Name, err)
+			}
+			deleted++
+		}
+		secret := &corev1.Secret{}
+		secret.Namespace, secret.Name = p.Namespace, crawlpod.SecretName(p.Name)
+		if err := c.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
+			return deleted, fmt.Errorf("delete run token Secret: %w", err)
+		}
+	}
+	return deleted, nil
+}
+
+// clearIndex empties a SiteIndex's status: its pages and the crawl they
+// came from.
+func clearIndex(ctx context.Context, c client.Client, si *crawlv1.SiteIndex) error {
+	if len(si.Status.Pages) == 0 && si.Status.CrawledAt == nil {
+		return nil
+	}
+	before := si.DeepCopy()
+	si.Status = crawlv1.SiteIndexStatus{}
+	if err := c.Status().Patch(ctx, si, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("clear SiteIndex %s/%s: %w", si.Namespace, si.Name, err)
+	}
+	return nil
+}
+
+// clearIndexLocked empties a SiteIndex's status like clearIndex, but only
+// the version given: a conflict means someone wrote meanwhile, and the
+// caller must look again before it counts what it removed. It reports
+// whether it emptied the SiteIndex.
+func clearIndexLocked(ctx context.Context, c client.Client, si *crawlv1.SiteIndex) (bool, error) {
+	if len(si.Status.Pages) == 0 && si.Status.CrawledAt == nil {
+		return false, nil
+	}
+	before := si.DeepCopy()
+	si.Status = crawlv1.SiteIndexStatus{}
+	err := c.Status().Patch(ctx, si, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("clear SiteIndex %s/%s: %w", si.Namespace, si.Name, err)
+	}
+	return true, nil
+}

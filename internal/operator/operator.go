@@ -1,0 +1,216 @@
+// Package operator wires the crawl-operator: the manager, both reconcilers,
+// the results endpoint and the index, from one Options. cmd/manager calls
+// it with the flags, and every envtest suite calls it too, so the tests run
+// exactly the wiring that ships.
+package operator
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/controllers"
+	"github.com/lohisoft/crawl-operator/crawler/engine"
+	"github.com/lohisoft/crawl-operator/index"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/httpserver"
+	"github.com/lohisoft/crawl-operator/internal/reportendpoint"
+)
+
+// Options configure the whole operator.
+type Options struct {
+	Manager ManagerOptions
+	// Pod is the operator-wide part of every crawler Pod. Its Egress is
+	// taken from Index.Egress.Selector.
+	Pod crawlpod.Config
+	// MaxCrawlsPerNode is the most crawls running at once on one egress
+	// node.
+	MaxCrawlsPerNode int
+	// Index configures the index, the bot's identity and the egress policy.
+	Index index.Options
+	// Clock drives schedules and report times; nil is the real clock.
+	Clock clock.PassiveClock
+}
+
+// ManagerOptions are the manager process's own settings.
+type ManagerOptions struct {
+	MetricsAddr, ProbeAddr string
+	// ResultsAddr is where the results endpoint listens; "0" serves it
+	// nowhere (tests serve Operator.Results themselves).
+	ResultsAddr             string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+}
+
+// Defaults are the manager's flag defaults.
+func Defaults() Options {
+	return Options{
+		Manager:          ManagerOptions{MetricsAddr: ":8080", ProbeAddr: ":8081", ResultsAddr: ":8083"},
+		Pod:              crawlpod.DefaultConfig(),
+		MaxCrawlsPerNode: 4,
+		Index:            index.DefaultOptions(),
+	}
+}
+
+// BindFlags binds every flag of the manager to o, with o's values as the
+// defaults.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	o.Manager.BindFlags(fs)
+	o.Pod.BindFlags(fs)
+	fs.IntVar(&o.MaxCrawlsPerNode, "max-crawls-per-node", o.MaxCrawlsPerNode, "Most crawls running at once on one egress node.")
+	o.Index.BindFlags(fs)
+}
+
+// BindFlags binds the manager process's flags to m.
+func (m *ManagerOptions) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&m.MetricsAddr, "metrics-bind-address", m.MetricsAddr, "Address the metrics endpoint binds to; 0 disables it.")
+	fs.StringVar(&m.ProbeAddr, "health-probe-bind-address", m.ProbeAddr, "Address the health and readiness probes bind to.")
+	fs.StringVar(&m.ResultsAddr, "results-bind-address", m.ResultsAddr, "Address the results endpoint for crawler Pods binds to.")
+	fs.BoolVar(&m.LeaderElect, "leader-elect", m.LeaderElect, "Enable leader election, so only one manager reconciles at a time.")
+	fs.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", m.LeaderElectionNamespace, "Namespace of the leader election Lease (default: the manager's namespace).")
+}
+
+// Validate reports the first setting the operator cannot run with. The
+// index checks its own options in index.Setup.
+func (o Options) Validate() error {
+	if o.MaxCrawlsPerNode < 1 {
+		return errors.New("--max-crawls-per-node must be at least 1")
+	}
+	return o.Pod.Validate()
+}
+
+// Operator is a wired manager, ready to Start.
+type Operator struct {
+	Manager ctrl.Manager
+	Index   *index.Index
+	// Results is the results endpoint crawler Pods report to. It is served
+	// on ManagerOptions.ResultsAddr; tests may serve its Handler instead,
+	// and may wrap its Reader before Start (the handler reads the field on
+	// each request).
+	Results *reportendpoint.Server
+}
+
+// New checks o, creates the manager and wires everything into it. adjust
+// may change the manager's options last (tests turn off name validation to
+// run several managers in one process). It does not connect to the index
+// backend: that happens in the background once the manager starts.
+func New(cfg *rest.Config, o Options, adjust ...func(*ctrl.Options)) (*Operator, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	// The page states what the Pods send and the token robots.txt groups
+	// must name: one value for both.
+	o.Index.Identity.UserAgent = o.Pod.UserAgent
+	o.Index.Identity.ProductToken = engine.TokenFor(o.Pod.UserAgent)
+	o.Pod.Egress = o.Index.Egress.Selector
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+
+	mgrOpts := ctrl.Options{
+		Scheme:                  Scheme(),
+		Metrics:                 metricsserver.Options{BindAddress: o.Manager.MetricsAddr},
+		HealthProbeBindAddress:  o.Manager.ProbeAddr,
+		LeaderElection:          o.Manager.LeaderElect,
+		LeaderElectionID:        "crawl-operator.crawl.lohisoft.com",
+		LeaderElectionNamespace: o.Manager.LeaderElectionNamespace,
+		Cache:                   controllers.CacheOptions(o.Index.Egress.Selector),
+		// Secrets are read only through the API reader, never cached.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+	}
+	for _, f := range adjust {
+		f(&mgrOpts)
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	ix, err := index.Setup(mgr, o.Index)
+	if err != nil {
+		return nil, err
+	}
+	op := &Operator{Manager: mgr, Index: ix}
+	if err := op.wire(o); err != nil {
+		_ = ix.Close()
+		return nil, err
+	}
+	return op, nil
+}
+
+// wire adds the reconcilers, the results endpoint and the health checks.
+func (op *Operator) wire(o Options) error {
+	mgr := op.Manager
+	if err := (&controllers.CrawlTargetReconciler{
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		Scheme:           mgr.GetScheme(),
+		Recorder:         mgr.GetEventRecorder("crawltarget-controller"),
+		Clock:            o.Clock,
+		Pod:              o.Pod,
+		MaxCrawlsPerNode: o.MaxCrawlsPerNode,
+		Egress:           op.Index.EgressPolicy(),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up CrawlTarget controller: %w", err)
+	}
+	if err := (&controllers.ExclusionReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("exclusion-controller"),
+		Purger:    op.Index,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up Exclusion controller: %w", err)
+	}
+	controllers.RegisterMetrics(mgr.GetClient())
+
+	op.Results = &reportendpoint.Server{
+		Client: mgr.GetClient(),
+		Reader: mgr.GetAPIReader(),
+		Clock:  o.Clock,
+		Excluded: func(ctx context.Context, host string) (bool, error) {
+			return controllers.Excluded(ctx, mgr.GetClient(), host)
+		},
+	}
+	if o.Manager.ResultsAddr != "0" {
+		if err := mgr.Add(&httpserver.Runnable{Name: "results", Addr: o.Manager.ResultsAddr, Handler: op.Results.Handler()}); err != nil {
+			return err
+		}
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	// /readyz and /readyz/index fail while the index backend is
+	// unreachable; the Pod's probe uses /readyz?exclude=index, so an outage
+	// does not take /bot, ips.json and the results endpoint out of their
+	// Services (search answers 503 with Retry-After instead).
+	return mgr.AddReadyzCheck("index", op.Index.BackendCheck)
+}
+
+// Start runs the manager until ctx ends, then closes the index backend.
+func (op *Operator) Start(ctx context.Context) error {
+	defer op.Index.Close()
+	return op.Manager.Start(ctx)
+}
+
+// Scheme holds the types the operator reads and writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(crawlv1.AddToScheme(s))
+	return s
+}

@@ -100,6 +100,9 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, int, bo
 	}
 }
 
+// runCrawl is the crawl command: it parses and checks the flags, crawls,
+// reports and prints. Most of its length is the flag set, kept in one place
+// so the command's whole interface reads top to bottom.
 func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("crawl", flag.ContinueOnError)
 	fs.Usage = func() {

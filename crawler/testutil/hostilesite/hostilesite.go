@@ -156,7 +156,8 @@ type WantPage struct {
 	Anchors map[string]string // link path → the anchor text kept for it
 }
 
-// NewMessy starts the Messy site.
+// NewMessy starts the Messy site. Most of it is the table of pages and
+// what the crawler must keep of each, which reads best in one place.
 func NewMessy(t testing.TB) *Messy {
 	m := &Messy{Site: testsite.New(t), Want: map[string]WantPage{}, Skipped: map[string]string{}}
 	m.Robots("User-agent: *\nAllow: /\n")

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 )
@@ -141,7 +142,7 @@ func TestStatusTruthTable(t *testing.T) {
 					t.Errorf("%s observedGeneration %d, want %d", c.Type, c.ObservedGeneration, s.ct.Generation)
 				}
 			}
-			if got := kstatusOf(t, s.ct); got != tt.kstatus {
+			if got := Kstatus(t, s.ct); got != tt.kstatus {
 				t.Errorf("kstatus = %s, want %s", got, tt.kstatus)
 			}
 		})
@@ -187,7 +188,7 @@ func TestStatusOnAFailedStep(t *testing.T) {
 	if st.Site != "https://shop.example.com:443" {
 		t.Error("what a step before the failure recorded was dropped")
 	}
-	if got := kstatusOf(t, s.ct); got != status.InProgressStatus {
+	if got := Kstatus(t, s.ct); got != status.InProgressStatus {
 		t.Errorf("kstatus = %s, want InProgress", got)
 	}
 	if len(s.committed) != 1 {
@@ -223,10 +224,11 @@ func reasonOf(conds []metav1.Condition, typ string) string {
 	return c.Reason
 }
 
-// kstatusOf computes the health Flux and Argo CD's kstatus-based checks see.
-func kstatusOf(t *testing.T, ct *crawlv1.CrawlTarget) status.Status {
+// Kstatus computes the health Flux and Argo CD's kstatus-based checks see.
+// It is exported to the envtest suites (package controllers_test).
+func Kstatus(t *testing.T, obj client.Object) status.Status {
 	t.Helper()
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ct)
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		t.Fatal(err)
 	}

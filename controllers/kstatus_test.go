@@ -7,30 +7,22 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/controllers"
 )
 
-// kstatusOf computes the health Flux and Argo CD's kstatus-based checks see.
+// kstatusOf computes the health Flux and Argo CD's kstatus-based checks see
+// for obj as the API server has it now.
 func kstatusOf(t *testing.T, obj client.Object) status.Status {
 	t.Helper()
 	fresh := obj.DeepCopyObject().(client.Object)
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), fresh); err != nil {
 		t.Fatal(err)
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(fresh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := status.Compute(&unstructured.Unstructured{Object: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.Status
+	return controllers.Kstatus(t, fresh)
 }
 
 func waitKstatus(t *testing.T, obj client.Object, want status.Status) {

@@ -8,7 +8,9 @@
 # instead (hack/realnode.sh, root), and `down` removes it and everything it
 # set up on the machine. DEV_DIR, DEV_KUBECONFIG, K8S_BIN, DEVCLUSTER_BIN and
 # CRAWLER_BIN move the state, the kubeconfig and the binaries (the
-# end-to-end tests use them).
+# end-to-end tests use them). DEV_CLUSTER_TIMEOUT (seconds, default 300)
+# bounds the wait for a Ready cluster; after it, `up` stops what it started,
+# prints the end of the log and fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +25,8 @@ REAL_NODE=${REAL_NODE:-}
 [ "$REAL_NODE" = 0 ] && REAL_NODE=""
 
 # alive NAME: the pid file names a live process whose program is NAME (a
-# recycled pid after a reboot belongs to someone else).
+# recycled pid after a reboot belongs to someone else). Only for processes
+# started by an earlier run: one just started may not have exec'd yet.
 alive() {
 	local pid argv0
 	[ -f "$DEV/$1.pid" ] || return 1
@@ -33,18 +36,31 @@ alive() {
 	[ "$(basename "$argv0")" = "$1" ]
 }
 
-stop() {
-	local name=$1
-	if alive "$name"; then
-		local pid
-		pid=$(cat "$DEV/$name.pid")
-		kill -TERM "$pid" 2>/dev/null || true
-		# The node agent stops its crawler Pods (10 s grace) before it exits.
-		for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-		kill -KILL "$pid" 2>/dev/null || true
-		echo "stopped $name"
-	fi
+# running PID: the process exists and has not exited (a child of this
+# shell that exited but is not yet reaped is a zombie: not running).
+running() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }
+	[ "${stat%% *}" != Z ]
+}
+
+# stop_pid NAME PID: SIGTERM, then SIGKILL after 30 s.
+stop_pid() {
+	local name=$1 pid=$2
+	kill -TERM "$pid" 2>/dev/null || true
+	# The node agent stops its crawler Pods (10 s grace) before it exits.
+	for _ in $(seq 1 60); do running "$pid" || break; sleep 0.5; done
+	kill -KILL "$pid" 2>/dev/null || true
+	echo "stopped $name"
 	rm -f "$DEV/$name.pid"
+}
+
+stop() {
+	if alive "$1"; then
+		stop_pid "$1" "$(cat "$DEV/$1.pid")"
+	fi
+	rm -f "$DEV/$1.pid"
 }
 
 up() {
@@ -70,39 +86,57 @@ up() {
 		why=$(hack/realnode.sh preflight 2>&1 | grep -v '^missing ' || true)
 		if [ -n "$why" ]; then echo "cannot add a real node: $why" >&2; exit 1; fi
 	fi
-	rm -f "$KUBECONFIG"
+	rm -f "$KUBECONFIG" "$DEV/devcluster.ready"
 	echo "$mode" >"$DEV/mode"
 	local fake=true want=2 what="node agent"
 	if [ "$mode" = real-node ]; then fake=false want=1 what="real node: kubelet, containerd"; fi
 	nohup "$DEVCLUSTER" --bin-dir "$K8S_BIN" --dir "$DEV/cluster" --kubeconfig-out "$KUBECONFIG" \
-		--crawler "$CRAWLER" --fake-nodes=$fake >"$DEV/devcluster.log" 2>&1 &
-	echo $! >"$DEV/devcluster.pid"
+		--ready-file "$DEV/devcluster.ready" --crawler "$CRAWLER" --fake-nodes=$fake >"$DEV/devcluster.log" 2>&1 &
+	local pid=$!
+	echo "$pid" >"$DEV/devcluster.pid"
 	printf "starting dev cluster (etcd, kube-apiserver, kube-scheduler, kube-controller-manager, %s)" "$what"
-	local joined=""
-	for _ in $(seq 1 120); do
-		if ! alive devcluster; then
-			echo; echo "dev cluster failed to start; last lines of $DEV/devcluster.log:" >&2
-			tail -n 20 "$DEV/devcluster.log" >&2
+	# Ready is what devcluster says (its ready file: control plane up,
+	# kubeconfig written, node agent watching) and what the API server says
+	# (the egress Nodes Ready). Until then the only question about the
+	# process is whether it still exists: it is our child, and its command
+	# line says nothing useful while the shell forked for it has not yet
+	# exec'd nohup and nohup has not yet exec'd devcluster.
+	local timeout=${DEV_CLUSTER_TIMEOUT:-300} joined=""
+	local deadline=$((SECONDS + timeout))
+	while :; do
+		if ! running "$pid"; then
+			local rc=0
+			wait "$pid" 2>/dev/null || rc=$?
+			echo; echo "dev cluster failed to start (devcluster exited with status $rc); last lines of $DEV/devcluster.log:" >&2
+			tail -n 30 "$DEV/devcluster.log" >&2
+			rm -f "$DEV/devcluster.pid" "$DEV/mode"
 			exit 1
 		fi
-		if [ "$mode" = real-node ] && [ -z "$joined" ] && [ -f "$KUBECONFIG" ] && $KUBECTL get --raw /readyz >/dev/null 2>&1; then
-			echo
-			if ! hack/realnode.sh up; then
-				stop devcluster
-				rm -f "$KUBECONFIG" "$DEV/mode"
-				exit 1
+		if [ -f "$DEV/devcluster.ready" ]; then
+			if [ "$mode" = real-node ] && [ -z "$joined" ]; then
+				echo
+				if ! hack/realnode.sh up; then
+					stop_pid devcluster "$pid"
+					rm -f "$KUBECONFIG" "$DEV/mode"
+					exit 1
+				fi
+				joined=1
 			fi
-			joined=1
+			if [ "$($KUBECTL get nodes -l crawl.lohisoft.com/egress=true --no-headers 2>/dev/null | grep -c ' Ready')" = "$want" ]; then
+				echo; $KUBECTL get nodes -o wide
+				echo "dev cluster ready: export KUBECONFIG=$KUBECONFIG"
+				return
+			fi
 		fi
-		if [ -f "$KUBECONFIG" ] && [ "$($KUBECTL get nodes -l crawl.lohisoft.com/egress=true --no-headers 2>/dev/null | grep -c ' Ready')" = "$want" ]; then
-			echo; $KUBECTL get nodes -o wide
-			echo "dev cluster ready: export KUBECONFIG=$KUBECONFIG"
-			return
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			echo; echo "dev cluster not ready after ${timeout}s (DEV_CLUSTER_TIMEOUT); stopping it. Last lines of $DEV/devcluster.log:" >&2
+			tail -n 30 "$DEV/devcluster.log" >&2
+			stop_pid devcluster "$pid"
+			rm -f "$KUBECONFIG" "$DEV/mode"
+			exit 1
 		fi
 		printf .; sleep 1
 	done
-	echo; echo "dev cluster not ready after 120s; see $DEV/devcluster.log" >&2
-	exit 1
 }
 
 down() {

@@ -5,7 +5,9 @@
 // It is a test harness; real clusters run real kubelets.
 //
 // It runs in the foreground until SIGINT/SIGTERM; hack/dev-cluster.sh runs
-// it in the background for `make dev-cluster`. With --fake-nodes=false it
+// it in the background for `make dev-cluster`. Once everything is up it
+// writes --ready-file (the script waits for that file, then for Ready
+// Nodes) and removes it again when it stops. With --fake-nodes=false it
 // registers no Nodes and runs no agent: `make dev-cluster REAL_NODE=1` joins
 // a real kubelet instead (hack/realnode.sh).
 package main
@@ -21,6 +23,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/lohisoft/crawl-operator/hack/devcluster/agent"
 	"github.com/lohisoft/crawl-operator/hack/devcluster/cluster"
@@ -32,15 +35,16 @@ func main() {
 	kubeconfig := flag.String("kubeconfig-out", "bin/kubeconfig", "Where to write the admin kubeconfig.")
 	crawler := flag.String("crawler", "bin/crawler", "Local binary that runs the crawler image's `crawler` command.")
 	fakeNodes := flag.Bool("fake-nodes", true, "Register egress-1 and egress-2 and run the node agent for them.")
+	readyFile := flag.String("ready-file", "", "Written once the control plane is up, the kubeconfig written and (with fake nodes) the node agent watching Pods; removed on exit.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New())
-	if err := run(*binDir, *dir, *kubeconfig, *crawler, *fakeNodes); err != nil {
+	if err := run(*binDir, *dir, *kubeconfig, *crawler, *readyFile, *fakeNodes); err != nil {
 		fmt.Fprintln(os.Stderr, "devcluster:", err)
 		os.Exit(1)
 	}
 }
 
-func run(binDir, dir, kubeconfig, crawler string, fakeNodes bool) error {
+func run(binDir, dir, kubeconfig, crawler, readyFile string, fakeNodes bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
@@ -58,12 +62,26 @@ func run(binDir, dir, kubeconfig, crawler string, fakeNodes bool) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := writeAtomic(kubeconfig, kc); err != nil {
 		return err
 	}
 	defer os.Remove(kubeconfig)
+	// Deferred last, so it runs first: the cluster is no longer ready as
+	// soon as it starts to stop.
+	ready := func() error {
+		if readyFile == "" {
+			return nil
+		}
+		return writeAtomic(readyFile, fmt.Appendf(nil, "%d\n", os.Getpid()))
+	}
+	if readyFile != "" {
+		defer os.Remove(readyFile)
+	}
 
 	if !fakeNodes {
+		if err := ready(); err != nil {
+			return err
+		}
 		fmt.Printf("dev cluster ready: KUBECONFIG=%s; no nodes yet (a real node joins)\n", kubeconfig)
 		<-ctx.Done()
 		return nil
@@ -84,6 +102,44 @@ func run(binDir, dir, kubeconfig, crawler string, fakeNodes bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("dev cluster ready: KUBECONFIG=%s; crawler Pod logs in %s\n", kubeconfig, podLogs)
+	// Ready once the agent's cache has synced: from then on it sees every
+	// Pod bound to its Nodes.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return nil
+		}
+		if err := ready(); err != nil {
+			return err
+		}
+		fmt.Printf("dev cluster ready: KUBECONFIG=%s; crawler Pod logs in %s\n", kubeconfig, podLogs)
+		<-ctx.Done()
+		if readyFile != "" {
+			_ = os.Remove(readyFile) // stopping: not ready any more
+		}
+		return nil
+	})); err != nil {
+		return err
+	}
 	return mgr.Start(ctx)
+}
+
+// writeAtomic writes a file that readers see whole or not at all.
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

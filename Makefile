@@ -90,8 +90,8 @@ dev-cluster-down: ## Stop the local cluster and everything `make demo` started.
 	hack/dev-cluster.sh down
 
 .PHONY: run
-run: build ## Run the manager against $KUBECONFIG.
-	$(BIN)/manager --crawler-image=$(IMG)
+run: build ## Run the manager against $KUBECONFIG (outside the cluster, so without the crawler NetworkPolicy).
+	$(BIN)/manager --crawler-image=$(IMG) --crawler-network-policy=false
 
 IMAGE_TAR ?= $(BIN)/crawl-operator-image.tar
 

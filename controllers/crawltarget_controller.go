@@ -61,6 +61,9 @@ type CrawlTargetReconciler struct {
 	// Egress says which egress nodes may take crawls (selector, published
 	// IPs, FCrDNS self-check).
 	Egress egress.Policy
+	// NetworkPolicy, when enabled, is ensured in a namespace before a
+	// crawler Pod starts there.
+	NetworkPolicy crawlpod.NetworkPolicyConfig
 }
 
 // targetScope is what the steps of one reconcile share.
@@ -582,6 +585,9 @@ func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, n
 	run := crawlpod.Run{Target: s.ct, Site: s.site, Number: st.Runs + 1, Node: node.Name, NodeIP: node.IP}
 	if requested, ok := crawlRequested(s.ct); ok {
 		run.RequestedAt = requested
+	}
+	if err := r.ensureNetworkPolicy(ctx, s.ct.Namespace); err != nil {
+		return err
 	}
 	token, err := r.runToken(ctx, run)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/egress"
 	"github.com/lohisoft/crawl-operator/internal/operator"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
@@ -50,6 +51,9 @@ type harness struct {
 	cache     client.Client
 	apiReader client.Reader
 	apiReads  *atomic.Int64
+	// networkPolicy is the crawler NetworkPolicy configuration the
+	// operator runs with.
+	networkPolicy crawlpod.NetworkPolicyConfig
 }
 
 // countingReader counts reads that reach the API server.
@@ -74,7 +78,17 @@ type operatorOptions struct {
 	// verified; the suite's DNS server verifies none.
 	requireFCrDNS bool
 	egress        egress.Selector
+	// noNetworkPolicy turns --crawler-network-policy off.
+	noNetworkPolicy bool
 }
+
+// The manager's namespace and results port as the crawler NetworkPolicy
+// sees them; the suite serves the results endpoint on loopback, so they
+// select nothing real.
+const (
+	managerNamespace = "crawl-system"
+	resultsPort      = 8083
+)
 
 // startOperator runs the operator exactly as cmd/manager wires it, with a
 // fake clock, a loopback DNS server that knows no names, SQLite in a
@@ -99,6 +113,9 @@ func startOperator(t *testing.T, opts operatorOptions) *harness {
 	if opts.egress.LabelKey != "" {
 		o.Index.Egress.Selector = opts.egress
 	}
+	o.NetworkPolicy.Enabled = !opts.noNetworkPolicy
+	o.NetworkPolicy.ManagerNamespace = managerNamespace
+	o.NetworkPolicy.ResultsPort = resultsPort
 	clk := clocktesting.NewFakeClock(time.Now())
 	o.Clock = clk
 	op, err := operator.New(restConfig, o, func(m *ctrl.Options) {
@@ -108,11 +125,15 @@ func startOperator(t *testing.T, opts operatorOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	np, err := o.CrawlerNetworkPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
 	reads := &atomic.Int64{}
 	op.Results.Reader = countingReader{Reader: op.Results.Reader, n: reads}
 	mgr := op.Manager
 	h := &harness{clock: clk, results: httptest.NewServer(op.Results.Handler()), done: make(chan struct{}),
-		cache: mgr.GetClient(), apiReader: mgr.GetAPIReader(), apiReads: reads}
+		cache: mgr.GetClient(), apiReader: mgr.GetAPIReader(), apiReads: reads, networkPolicy: np}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stop = cancel
 	go func() {

@@ -78,7 +78,9 @@ if ! alive manager; then
 	port_free manager $INDEX
 	port_free manager $RESULTS
 	# --crawler-allow-private: the sample site is on loopback, which the
-	# crawler refuses everywhere else.
+	# crawler refuses everywhere else. --crawler-network-policy=false: the
+	# manager runs on this machine, not in a Pod, so no NetworkPolicy rule
+	# could let crawler Pods reach its results endpoint.
 	nohup bin/manager \
 		--metrics-bind-address=127.0.0.1:18080 \
 		--health-probe-bind-address=127.0.0.1:18081 \
@@ -90,6 +92,7 @@ if ! alive manager; then
 		--crawler-allow-private \
 		--min-crawl-delay=500ms \
 		--require-egress-fcrdns=false \
+		--crawler-network-policy=false \
 		>"$DEV/manager.log" 2>&1 &
 	echo $! >"$DEV/manager.pid"
 fi

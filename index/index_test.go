@@ -90,6 +90,8 @@ func startWith(t *testing.T, require bool, storage string) *harness {
 	o.Index.DNSServer = dnstest.Start(t, zone).Addr
 	o.Index.CheckInterval = time.Hour
 	o.Index.Egress.RequireFCrDNS = require
+	// The crawler NetworkPolicy is the controllers suite's subject.
+	o.NetworkPolicy.Enabled = false
 	op, err := operator.New(restConfig, o, func(m *ctrl.Options) {
 		m.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	})

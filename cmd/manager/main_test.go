@@ -110,6 +110,7 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 		"--results-bind-address=" + freeAddr(t), "--index-bind-address=" + freeAddr(t),
 		"--crawler-image=crawler:test", "--results-url=http://results.test:8083", "--crawl-deadline=1h",
 		"--storage=" + dsn, "--egress-dns-server=" + dns.Addr, "--egress-check-interval=1h",
+		"--manager-namespace=crawl-system",
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,6 +43,10 @@ type Options struct {
 	MaxCrawlsPerNode int
 	// Index configures the index, the bot's identity and the egress policy.
 	Index index.Options
+	// NetworkPolicy confines crawler Pods in every namespace where they
+	// run. Its ResultsPort and EgressIPs are taken from Manager.ResultsAddr
+	// and Index.Egress.Expected (see CrawlerNetworkPolicy).
+	NetworkPolicy crawlpod.NetworkPolicyConfig
 	// Clock drives schedules and report times; nil is the real clock.
 	Clock clock.PassiveClock
 }
@@ -62,6 +68,7 @@ func Defaults() Options {
 		Pod:              crawlpod.DefaultConfig(),
 		MaxCrawlsPerNode: 4,
 		Index:            index.DefaultOptions(),
+		NetworkPolicy:    crawlpod.DefaultNetworkPolicyConfig(),
 	}
 }
 
@@ -72,6 +79,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.Pod.BindFlags(fs)
 	fs.IntVar(&o.MaxCrawlsPerNode, "max-crawls-per-node", o.MaxCrawlsPerNode, "Most crawls running at once on one egress node.")
 	o.Index.BindFlags(fs)
+	o.NetworkPolicy.BindFlags(fs)
 }
 
 // BindFlags binds the manager process's flags to m.
@@ -89,7 +97,34 @@ func (o Options) Validate() error {
 	if o.MaxCrawlsPerNode < 1 {
 		return errors.New("--max-crawls-per-node must be at least 1")
 	}
-	return o.Pod.Validate()
+	if err := o.Pod.Validate(); err != nil {
+		return err
+	}
+	np, err := o.CrawlerNetworkPolicy()
+	if err != nil {
+		return err
+	}
+	return np.Validate()
+}
+
+// CrawlerNetworkPolicy is o.NetworkPolicy completed with what other options
+// own: the port the results endpoint listens on (--results-bind-address)
+// and the published egress IPs (--expected-egress-ips). With ResultsAddr
+// "0" the endpoint is served elsewhere (tests), and NetworkPolicy's own
+// ResultsPort stays.
+func (o Options) CrawlerNetworkPolicy() (crawlpod.NetworkPolicyConfig, error) {
+	np := o.NetworkPolicy
+	np.EgressIPs = o.Index.Egress.Expected
+	if !np.Enabled || o.Manager.ResultsAddr == "0" {
+		return np, nil
+	}
+	_, port, err := net.SplitHostPort(o.Manager.ResultsAddr)
+	n, perr := strconv.ParseUint(port, 10, 16)
+	if err != nil || perr != nil || n == 0 {
+		return np, fmt.Errorf("--results-bind-address %q names no fixed port, which the crawler NetworkPolicy (--crawler-network-policy) must open for crawler Pods", o.Manager.ResultsAddr)
+	}
+	np.ResultsPort = int32(n)
+	return np, nil
 }
 
 // Operator is a wired manager, ready to Start.
@@ -116,6 +151,11 @@ func New(cfg *rest.Config, o Options, adjust ...func(*ctrl.Options)) (*Operator,
 	o.Index.Identity.UserAgent = o.Pod.UserAgent
 	o.Index.Identity.ProductToken = engine.TokenFor(o.Pod.UserAgent)
 	o.Pod.Egress = o.Index.Egress.Selector
+	np, err := o.CrawlerNetworkPolicy()
+	if err != nil {
+		return nil, err
+	}
+	o.NetworkPolicy = np
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -162,6 +202,7 @@ func (op *Operator) wire(o Options) error {
 		Pod:              o.Pod,
 		MaxCrawlsPerNode: o.MaxCrawlsPerNode,
 		Egress:           op.Index.EgressPolicy(),
+		NetworkPolicy:    o.NetworkPolicy,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up CrawlTarget controller: %w", err)
 	}

@@ -152,6 +152,9 @@ func (m *managerProcess) start(t *testing.T) {
 		"--index-bind-address=" + m.index,
 		"--storage=" + m.storage,
 		"--require-egress-fcrdns=false",
+		// A manager outside the cluster: no NetworkPolicy can let crawler
+		// Pods reach it.
+		"--crawler-network-policy=false",
 	}, m.crawlerArgs...)...)
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+m.kubeconfig)
 	m.cmd.Stdout, m.cmd.Stderr = m.logs, m.logs

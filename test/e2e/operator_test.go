@@ -124,6 +124,9 @@ func startManager(t *testing.T, c *controlPlane, binary string) string {
 		"--results-bind-address="+results,
 		"--results-url=http://"+results,
 		"--crawler-image=crawler:e2e",
+		// A manager outside the cluster: no NetworkPolicy can let crawler
+		// Pods reach it.
+		"--crawler-network-policy=false",
 	)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig)
 	cmd.Stdout, cmd.Stderr = &logs, &logs

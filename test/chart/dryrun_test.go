@@ -45,7 +45,7 @@ func (w *warnings) take() []string {
 
 // apiServer starts envtest with the CRDs (and a ServiceMonitor stand-in)
 // and namespaces that enforce the restricted Pod Security level.
-func apiServer(t *testing.T) (client.Client, *warnings, string) {
+func apiServer(t *testing.T) (client.Client, *warnings) {
 	t.Helper()
 	assets := testenv.MustAssets(t, repoRoot)
 	env := &envtest.Environment{
@@ -73,7 +73,19 @@ func apiServer(t *testing.T) (client.Client, *warnings, string) {
 			t.Fatal(err)
 		}
 	}
-	return c, w, filepath.Join(assets, "kubectl")
+	return c, w
+}
+
+// kustomizeBuild is `kubectl kustomize DIR` with the kubectl of bin/k8s:
+// the kustomize that `kubectl apply -k` runs.
+func kustomizeBuild(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	kubectl := filepath.Join(testenv.MustAssets(t, repoRoot), "kubectl")
+	out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, dir)).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v", dir, err)
+	}
+	return decode(t, string(out))
 }
 
 // ensureNamespace creates a namespace that enforces the restricted level.
@@ -108,7 +120,7 @@ func dryRun(t *testing.T, c client.Client, w *warnings, what string, objs []*uns
 }
 
 func TestServerSideDryRun(t *testing.T) {
-	c, w, kubectl := apiServer(t)
+	c, w := apiServer(t)
 
 	// Every combination the READMEs document, and the tests' own (every
 	// optional feature, every override), in namespaces that enforce the
@@ -136,22 +148,14 @@ func TestServerSideDryRun(t *testing.T) {
 		w.take()
 	})
 	t.Run("kustomize config/default", func(t *testing.T) {
-		out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, "config", "default")).Output()
-		if err != nil {
-			t.Fatalf("kubectl kustomize: %v", err)
-		}
-		objs := decode(t, string(out))
+		objs := kustomizeBuild(t, "config/default")
 		if find(objs, "Deployment", "crawl-operator-controller-manager") == nil {
 			t.Fatalf("config/default renders no manager Deployment")
 		}
 		dryRun(t, c, w, "config/default", objs)
 	})
 	t.Run("samples", func(t *testing.T) {
-		out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, "config", "samples")).Output()
-		if err != nil {
-			t.Fatalf("kubectl kustomize: %v", err)
-		}
-		objs := decode(t, string(out))
+		objs := kustomizeBuild(t, "config/samples")
 		for _, o := range objs {
 			if o.GetNamespace() == "" && o.GetKind() == "CrawlTarget" {
 				o.SetNamespace("sites")

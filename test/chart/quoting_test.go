@@ -100,6 +100,7 @@ func sinks() []sink {
 			{"name label", label("Deployment", "app.kubernetes.io/name"), str},
 			{"Pod name label", podLabel("app.kubernetes.io/name"), str},
 			{"--results-url", arg("results-url"), func(c string) any { return "http://crawl-" + c + "-results.crawl-system.svc:8083" }},
+			{"--manager-pod-labels", arg("manager-pod-labels"), func(c string) any { return "app.kubernetes.io/instance=crawl,app.kubernetes.io/name=" + c }},
 		}},
 		{path: "fullnameOverride", base: "postgres", cands: dnsNames, at: []locator{
 			{"Deployment name", objName("Deployment"), str},
@@ -216,15 +217,20 @@ func sinks() []sink {
 			at: []locator{{"except list", field("NetworkPolicy", "spec", "egress", 0, "to", 0, "ipBlock", "except"), func(c string) any {
 				return []any{"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
 					"192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4", "79.139.58.98/32", "79.139.58.121/32", c}
-			}}}},
+			}}, {"--crawler-network-policy-except-cidrs", arg("crawler-network-policy-except-cidrs"), str}}},
 		{path: "networkPolicy.dnsNamespace", base: "postgres", cands: dnsNames, at: []locator{
-			{"DNS namespace selector", field("NetworkPolicy", "spec", "egress", 1, "to", 0, "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name"), str}}},
+			{"DNS namespace selector", field("NetworkPolicy", "spec", "egress", 1, "to", 0, "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name"), str},
+			{"--crawler-network-policy-dns-namespace", arg("crawler-network-policy-dns-namespace"), str}}},
 		{path: "networkPolicy.dnsPodLabels", base: "sqlite", value: labels, at: []locator{
 			{"DNS Pod selector", field("NetworkPolicy", "spec", "egress", 1, "to", 0, "podSelector", "matchLabels"), func(c string) any {
 				// Maps merge with the chart's defaults.
 				m := labels(c).(map[string]any)
 				m["k8s-app"] = "kube-dns"
 				return m
+			}},
+			{"--crawler-network-policy-dns-pod-labels", arg("crawler-network-policy-dns-pod-labels"), func(c string) any {
+				// key=value, sorted by key.
+				return "1e3=" + c + ",example.com/tier=" + c + ",k8s-app=kube-dns,true=" + c
 			}}}},
 	}
 }
@@ -435,6 +441,7 @@ func TestHostileReleaseNameAndNamespace(t *testing.T) {
 		for flag, want := range map[string]string{
 			"leader-election-namespace": ns,
 			"results-url":               "http://" + name + "-crawl-operator-results." + ns + ".svc:8083",
+			"manager-pod-labels":        "app.kubernetes.io/instance=" + name + ",app.kubernetes.io/name=crawl-operator",
 		} {
 			if got, err := arg(flag)(objs); err != nil || got != want {
 				t.Errorf("release %q in %q: --%s = %v (%v), want %q", name, ns, flag, got, err, want)

@@ -228,7 +228,13 @@ func TestRenderAllFeatures(t *testing.T) {
 	}
 	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
 	env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
-	if len(env) != 1 || fmt.Sprint(env[0]) != "map[name:CRAWL_STORAGE_DSN valueFrom:map[secretKeyRef:map[key:dsn name:pg-dsn]]]" {
+	var dsn []any
+	for _, e := range env {
+		if e.(map[string]any)["name"] == "CRAWL_STORAGE_DSN" {
+			dsn = append(dsn, e)
+		}
+	}
+	if len(dsn) != 1 || fmt.Sprint(dsn[0]) != "map[name:CRAWL_STORAGE_DSN valueFrom:map[secretKeyRef:map[key:dsn name:pg-dsn]]]" {
 		t.Errorf("DSN env = %v", env)
 	}
 	ing := find(objs, "Ingress", "")

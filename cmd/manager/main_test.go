@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -176,6 +177,17 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 			return nil
 		})
 		testutil.SetPodPhase(t, k8s, pod, corev1.PodSucceeded, 0)
+	}
+	// The crawler NetworkPolicy, from the flags: open the port the results
+	// endpoint listens on, in --manager-namespace.
+	np := &networkingv1.NetworkPolicy{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: crawlpod.NetworkPolicyName}, np); err != nil {
+		t.Fatalf("crawler NetworkPolicy: %v", err)
+	}
+	_, port, _ := net.SplitHostPort(o.Manager.ResultsAddr)
+	if rule := np.Spec.Egress[2]; rule.Ports[0].Port.String() != port ||
+		rule.To[0].NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != "crawl-system" {
+		t.Errorf("results rule %+v: want port %s in crawl-system", rule, port)
 	}
 	eventually(t, "target Ready", func() error {
 		got := &crawlv1.CrawlTarget{}

@@ -41,11 +41,18 @@ const (
 	DefaultBindAddress = ":8082"
 )
 
+// StorageEnv is the environment variable the manager takes its storage DSN
+// from when --storage is not given. A PostgreSQL DSN holds a password, and
+// a process's arguments are world-readable (/proc/PID/cmdline, ps), its
+// environment is not.
+const StorageEnv = "CRAWL_STORAGE"
+
 // Options configure the index. The zero value of every field but Identity
 // takes its default.
 type Options struct {
 	// Storage selects the backend: sqlite:///absolute/path.db,
 	// sqlite://relative/path.db, or a postgres:// (postgresql://) URL.
+	// Empty means $CRAWL_STORAGE, and DefaultStorage when that is unset.
 	Storage string
 	// BindAddress is where the search API and the bot pages are served.
 	BindAddress string
@@ -65,7 +72,6 @@ type Options struct {
 // DefaultOptions are the manager's flag defaults.
 func DefaultOptions() Options {
 	return Options{
-		Storage:       DefaultStorage,
 		BindAddress:   DefaultBindAddress,
 		Identity:      identity.Default(),
 		CheckInterval: 10 * time.Minute,
@@ -76,12 +82,26 @@ func DefaultOptions() Options {
 // BindFlags binds the manager's index, identity and egress flags to o,
 // with o's values as the defaults.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.Storage, "storage", o.Storage, "Index backend: sqlite:///path/to/index.db or postgres://user@host:5432/db.")
+	fs.StringVar(&o.Storage, "storage", o.Storage, "Index backend: sqlite:///path/to/index.db or postgres://user@host:5432/db "+
+		"(default: $"+StorageEnv+", else "+DefaultStorage+"). Pass a DSN with a password in $"+StorageEnv+", not here: arguments are visible to every process on the node.")
 	fs.StringVar(&o.BindAddress, "index-bind-address", o.BindAddress, "Address of the search API, /bot and /bot/ips.json.")
 	fs.StringVar(&o.DNSServer, "egress-dns-server", o.DNSServer, "DNS server (host:port) for the egress FCrDNS self-check (default: the system resolver).")
 	fs.DurationVar(&o.CheckInterval, "egress-check-interval", o.CheckInterval, "Time between FCrDNS self-checks of an egress node.")
 	o.Identity.BindFlags(fs)
 	o.Egress.BindFlags(fs)
+}
+
+// StorageDSN is the storage DSN the index uses and where it came from
+// ("--storage", "CRAWL_STORAGE" or "default"): --storage when given, else
+// $CRAWL_STORAGE (read with getenv), else DefaultStorage.
+func (o Options) StorageDSN(getenv func(string) string) (dsn, from string) {
+	if o.Storage != "" {
+		return o.Storage, "--storage"
+	}
+	if v := getenv(StorageEnv); v != "" {
+		return v, StorageEnv
+	}
+	return DefaultStorage, "default"
 }
 
 // Index is the running index.
@@ -102,17 +122,14 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 	if err := opts.Identity.Validate(); err != nil {
 		return nil, fmt.Errorf("bot identity: %w", err)
 	}
-	if opts.Storage == "" {
-		opts.Storage = DefaultStorage
-	}
 	if opts.BindAddress == "" {
 		opts.BindAddress = DefaultBindAddress
 	}
-	kind, err := CheckStorage(opts.Storage)
+	dsn, from := opts.StorageDSN(os.Getenv)
+	kind, err := CheckStorage(dsn)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", from, err)
 	}
-	dsn := opts.Storage
 	st := backend.New(kind, func(ctx context.Context) (store.Store, error) { return OpenStore(ctx, dsn) })
 	ix := &Index{
 		backend: st,

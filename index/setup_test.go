@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"flag"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,7 +67,58 @@ func TestSetupRefusesBadOptions(t *testing.T) {
 	if _, err := index.Setup(mgr, index.Options{Identity: bad, Storage: "sqlite://" + filepath.Join(t.TempDir(), "x.db")}); err == nil {
 		t.Error("index.Setup accepted a hostname suffix anyone can have")
 	}
-	if _, err := index.Setup(mgr, index.Options{Identity: identity.Default(), Storage: "redis://x"}); err == nil {
-		t.Error("index.Setup accepted an unknown storage")
+	if _, err := index.Setup(mgr, index.Options{Identity: identity.Default(), Storage: "redis://x"}); err == nil || !strings.HasPrefix(err.Error(), "--storage: ") {
+		t.Errorf("index.Setup with an unknown --storage: %v, want an error naming --storage", err)
+	}
+	t.Setenv(index.StorageEnv, "mysql://crawl:secret@db/x")
+	if _, err := index.Setup(mgr, index.Options{Identity: identity.Default()}); err == nil || !strings.HasPrefix(err.Error(), "CRAWL_STORAGE: ") || strings.Contains(err.Error(), "secret") {
+		t.Errorf("index.Setup with an unknown $CRAWL_STORAGE: %v, want an error naming CRAWL_STORAGE without the password", err)
+	}
+}
+
+// --storage wins over $CRAWL_STORAGE, which wins over the default, and
+// the flag parsed from an empty command line leaves the choice to the
+// environment.
+func TestStorageDSN(t *testing.T) {
+	const pg = "postgres://crawl:secret@db:5432/crawl"
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == index.StorageEnv {
+				return v
+			}
+			return ""
+		}
+	}
+	for _, tt := range []struct {
+		args          []string
+		env           string
+		want, wantSrc string
+	}{
+		{nil, "", index.DefaultStorage, "default"},
+		{nil, pg, pg, "CRAWL_STORAGE"},
+		{[]string{"--storage=sqlite:///x.db"}, pg, "sqlite:///x.db", "--storage"},
+		{[]string{"--storage="}, pg, pg, "CRAWL_STORAGE"},
+		{[]string{"--storage=" + pg}, "", pg, "--storage"},
+	} {
+		o := index.DefaultOptions()
+		fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+		o.BindFlags(fs)
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		if dsn, src := o.StorageDSN(env(tt.env)); dsn != tt.want || src != tt.wantSrc {
+			t.Errorf("%q with %s=%q: %q from %s, want %q from %s", tt.args, index.StorageEnv, tt.env, dsn, src, tt.want, tt.wantSrc)
+		}
+	}
+	// -h must not print a DSN taken from the environment.
+	t.Setenv(index.StorageEnv, pg)
+	o := index.DefaultOptions()
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	o.BindFlags(fs)
+	var help strings.Builder
+	fs.SetOutput(&help)
+	fs.PrintDefaults()
+	if strings.Contains(help.String(), "secret") {
+		t.Errorf("-h shows the DSN of $%s:\n%s", index.StorageEnv, help.String())
 	}
 }

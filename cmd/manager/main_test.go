@@ -24,6 +24,7 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 
+	"github.com/lohisoft/crawl-operator/index"
 	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/operator"
@@ -102,7 +103,10 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 	testutil.CreateEgressNode(t, k8s, "egress-manager", "79.139.58.98")
 
 	// The flags as the chart passes them, parsed by the manager's own
-	// flag set.
+	// flag set; the DSN, as from the chart, in the environment (were it
+	// not read, the manager would run on SQLite and the backend_up metric
+	// below would not be 0).
+	t.Setenv(index.StorageEnv, dsn)
 	o := operator.Defaults()
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	o.BindFlags(fs)
@@ -110,7 +114,7 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 		"--metrics-bind-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t),
 		"--results-bind-address=" + freeAddr(t), "--index-bind-address=" + freeAddr(t),
 		"--crawler-image=crawler:test", "--results-url=http://results.test:8083", "--crawl-deadline=1h",
-		"--storage=" + dsn, "--egress-dns-server=" + dns.Addr, "--egress-check-interval=1h",
+		"--egress-dns-server=" + dns.Addr, "--egress-check-interval=1h",
 		"--manager-namespace=crawl-system",
 	}); err != nil {
 		t.Fatal(err)

@@ -178,9 +178,9 @@ func sinks() []sink {
 		{path: "storage.sqlite.persistence.storageClassName", base: "sqlite", at: []locator{
 			{"PVC storageClassName", field("PersistentVolumeClaim", "spec", "storageClassName"), str}}},
 		{path: "storage.postgres.existingSecret", base: "postgres", cands: dnsSubdomains, at: []locator{
-			{"DSN Secret name", env("CRAWL_STORAGE_DSN", "name"), str}}},
+			{"DSN Secret name", env("CRAWL_STORAGE", "name"), str}}},
 		{path: "storage.postgres.secretKey", base: "postgres", cands: []string{"true", "null", "1e3", "012", "0x1F", "ON", "-dsn", ".dsn", "a_b.c-d"},
-			at: []locator{{"DSN Secret key", env("CRAWL_STORAGE_DSN", "key"), str}}},
+			at: []locator{{"DSN Secret key", env("CRAWL_STORAGE", "key"), str}}},
 		{path: "bot.operator", base: "sqlite", at: []locator{{"--bot-operator", arg("bot-operator"), str}}},
 		{path: "bot.contact", base: "postgres",
 			cands: []string{"o'brien+#1@example.com", `"#1:x"@example.com`, "{a}@[b]", "ü@例え.jp", `\x@y`, "--x@y", "true@on"},

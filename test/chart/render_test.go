@@ -24,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lohisoft/crawl-operator/index"
 )
 
 var (
@@ -223,20 +225,7 @@ func TestRenderAllFeatures(t *testing.T) {
 	if r, _, _ := unstructured.NestedFieldNoCopy(dep.Object, "spec", "replicas"); fmt.Sprint(r) != "2" {
 		t.Errorf("replicas = %v", r)
 	}
-	if !strings.Contains(strings.Join(managerArgs(t, objs), " "), "--storage=$(CRAWL_STORAGE_DSN)") {
-		t.Error("PostgreSQL DSN not taken from the environment")
-	}
-	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
-	env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
-	var dsn []any
-	for _, e := range env {
-		if e.(map[string]any)["name"] == "CRAWL_STORAGE_DSN" {
-			dsn = append(dsn, e)
-		}
-	}
-	if len(dsn) != 1 || fmt.Sprint(dsn[0]) != "map[name:CRAWL_STORAGE_DSN valueFrom:map[secretKeyRef:map[key:dsn name:pg-dsn]]]" {
-		t.Errorf("DSN env = %v", env)
-	}
+	checkDSNFromSecret(t, objs, "pg-dsn", "dsn")
 	ing := find(objs, "Ingress", "")
 	if ing == nil {
 		t.Fatal("no Ingress")
@@ -256,6 +245,38 @@ func TestRenderAllFeatures(t *testing.T) {
 	}
 	if n := count(objs, "NetworkPolicy"); n != 2 {
 		t.Errorf("%d NetworkPolicies, want one per crawler namespace", n)
+	}
+}
+
+// The PostgreSQL DSN holds a password: it must reach the manager through
+// its environment, from the Secret, and never through its arguments,
+// which every process on the node can read (/proc/PID/cmdline).
+func TestPostgresDSNNotInArgs(t *testing.T) {
+	objs := mustRender(t, postgres(map[string]any{"existingSecret": "crawl-index-dsn", "secretKey": "url"}))
+	checkDSNFromSecret(t, objs, "crawl-index-dsn", "url")
+}
+
+func checkDSNFromSecret(t *testing.T, objs []*unstructured.Unstructured, secret, key string) {
+	t.Helper()
+	for _, a := range managerArgs(t, objs) {
+		if strings.HasPrefix(a, "--storage") || strings.Contains(a, "postgres") || strings.Contains(a, "$(CRAWL_STORAGE") {
+			t.Errorf("manager argument %q names the DSN; it must come from the environment", a)
+		}
+	}
+	env, err := field("Deployment", "spec", "template", "spec", "containers", 0, "env")(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var storage []any
+	for _, e := range env.([]any) {
+		if name := e.(map[string]any)["name"]; name == index.StorageEnv || strings.Contains(fmt.Sprint(name), "STORAGE") {
+			storage = append(storage, e)
+		}
+	}
+	want := []any{map[string]any{"name": index.StorageEnv,
+		"valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": secret, "key": key}}}}
+	if !sameJSON(storage, want) {
+		t.Errorf("manager storage env = %s, want %s", jsonOf(storage), jsonOf(want))
 	}
 }
 

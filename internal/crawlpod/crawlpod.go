@@ -69,6 +69,14 @@ type Config struct {
 	// ActiveDeadline bounds one crawl Pod's lifetime.
 	ActiveDeadline time.Duration
 	Resources      corev1.ResourceRequirements
+	// ImagePullSecrets name the Secrets the kubelet pulls Image with; they
+	// live in the crawler Pods' namespaces.
+	ImagePullSecrets  []string
+	PriorityClassName string
+	// PodLabels and PodAnnotations are added to every crawler Pod, for
+	// the cluster's own policies (cost labels, mesh or log annotations).
+	// They never replace the operator's own keys.
+	PodLabels, PodAnnotations map[string]string
 	// AllowPrivate lets crawlers reach private addresses. Only for local
 	// demos and tests, where the sample site is on loopback.
 	AllowPrivate bool
@@ -242,12 +250,16 @@ func Pod(r Run, cfg Config) *corev1.Pod {
 	if r.RequestedAt != "" {
 		annotations[AnnotationRequestedAt] = r.RequestedAt
 	}
+	var pullSecrets []corev1.LocalObjectReference
+	for _, s := range cfg.ImagePullSecrets {
+		pullSecrets = append(pullSecrets, corev1.LocalObjectReference{Name: s})
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       r.Target.Namespace,
-			Labels:          labels(r),
-			Annotations:     annotations,
+			Labels:          withExtra(labels(r), cfg.PodLabels),
+			Annotations:     withExtra(annotations, cfg.PodAnnotations),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(r.Target)},
 		},
 		Spec: corev1.PodSpec{
@@ -256,6 +268,8 @@ func Pod(r Run, cfg Config) *corev1.Pod {
 			EnableServiceLinks:            ptr.To(false),
 			ActiveDeadlineSeconds:         deadline,
 			TerminationGracePeriodSeconds: ptr.To(int64(10)),
+			ImagePullSecrets:              pullSecrets,
+			PriorityClassName:             cfg.PriorityClassName,
 			NodeSelector:                  cfg.Egress.Labels(),
 			Tolerations:                   []corev1.Toleration{cfg.Egress.Toleration()},
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
@@ -314,6 +328,18 @@ func labels(r Run) map[string]string {
 	}
 }
 
+// withExtra adds the configured extra keys to own; own keys win, so an
+// extra key can never replace what the operator finds its Pods by (Validate
+// refuses such keys before any Pod is built).
+func withExtra(own, extra map[string]string) map[string]string {
+	for k, v := range extra {
+		if _, taken := own[k]; !taken && !reserved(k) {
+			own[k] = v
+		}
+	}
+	return own
+}
+
 func ownerRef(t *crawlv1.CrawlTarget) metav1.OwnerReference {
 	return *metav1.NewControllerRef(t, crawlv1.GroupVersion.WithKind("CrawlTarget"))
 }
@@ -350,6 +376,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ActiveDeadline, "crawl-deadline", c.ActiveDeadline, "activeDeadlineSeconds of crawler Pods.")
 	fs.StringVar(&c.UserAgent, "crawler-user-agent", c.UserAgent, "User-Agent crawler Pods send; /bot states it as the current one.")
 	fs.BoolVar(&c.AllowPrivate, "crawler-allow-private", c.AllowPrivate, "Let crawlers fetch private and loopback addresses. Local demos and tests only.")
+	c.bindExtraFlags(fs)
 }
 
 // Validate reports the first setting no crawler Pod could run with.
@@ -367,5 +394,5 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("--crawler-image-pull-policy %q: want Always, IfNotPresent or Never", c.ImagePullPolicy)
 	}
-	return nil
+	return c.validateExtra()
 }

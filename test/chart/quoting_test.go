@@ -131,6 +131,22 @@ func sinks() []sink {
 			at: []locator{{"--min-crawl-delay", arg("min-crawl-delay"), str}}},
 		{path: "crawler.crawlDeadline", base: "postgres", cands: []string{"1h", "90m", "1.5h", "012m"},
 			at: []locator{{"--crawl-deadline", arg("crawl-deadline"), str}}},
+		{path: "crawler.resources", base: "postgres", cands: []string{"012", "1e3", "0.5", "100m", "1Gi"}, value: resources,
+			at: []locator{
+				{"--crawler-cpu-request", arg("crawler-cpu-request"), str}, {"--crawler-memory-request", arg("crawler-memory-request"), str},
+				{"--crawler-cpu-limit", arg("crawler-cpu-limit"), str}, {"--crawler-memory-limit", arg("crawler-memory-limit"), str},
+			}},
+		{path: "crawler.imagePullSecrets", base: "sqlite", cands: dnsSubdomains,
+			value: func(c string) any { return []any{map[string]any{"name": c}, map[string]any{"name": "second"}} },
+			at:    []locator{{"--crawler-image-pull-secrets", arg("crawler-image-pull-secrets"), func(c string) any { return c + ",second" }}}},
+		{path: "crawler.priorityClassName", base: "postgres", cands: dnsSubdomains, at: []locator{
+			{"--crawler-priority-class-name", arg("crawler-priority-class-name"), str}}},
+		{path: "crawler.podLabels", base: "sqlite", cands: dnsSubdomains, value: labels, at: []locator{
+			{"--crawler-pod-labels", arg("crawler-pod-labels"), func(c string) any { return "1e3=" + c + ",example.com/tier=" + c + ",true=" + c }}}},
+		{path: "crawler.podAnnotations", base: "postgres", cands: noComma(hostile), value: stringMap, at: []locator{
+			{"--crawler-pod-annotations", arg("crawler-pod-annotations"), func(c string) any {
+				return "1e3=" + c + ",example.com/note=" + c + ",null=" + c + ",true=" + c
+			}}}},
 		{path: "manager.logLevel", base: "sqlite", cands: []string{"debug", "info", "error"},
 			at: []locator{{"--zap-log-level", arg("zap-log-level"), str}}},
 		{path: "manager.podAnnotations", base: "sqlite", value: stringMap, at: []locator{

@@ -205,6 +205,7 @@ func TestRenderDefaults(t *testing.T) {
 		"--bot-legacy-user-agents=LohiSoftBot/1.0 (+message@lohisoft.com)",
 		"--bot-hostname-suffix=.bot.lohisoft.com", "--bot-ips-url=https://lohisoft.com/bot/ips.json",
 		"--egress-node-label=crawl.lohisoft.com/egress=true", "--egress-node-taint=crawl.lohisoft.com/egress=true:NoSchedule",
+		"--crawler-cpu-request=50m", "--crawler-memory-request=64Mi", "--crawler-cpu-limit=500m", "--crawler-memory-limit=256Mi",
 	} {
 		if !strings.Contains(args, want) {
 			t.Errorf("manager args lack %q:\n%s", want, args)
@@ -245,6 +246,29 @@ func TestRenderAllFeatures(t *testing.T) {
 	}
 	if n := count(objs, "NetworkPolicy"); n != 2 {
 		t.Errorf("%d NetworkPolicies, want one per crawler namespace", n)
+	}
+}
+
+// The crawler Pod values reach the manager's flags; a resource set to null
+// is passed empty, which removes the binary's default, and the optional
+// settings pass no flag when unset.
+func TestCrawlerPodValues(t *testing.T) {
+	objs := mustRender(t, map[string]any{"crawler": map[string]any{
+		"resources":        map[string]any{"requests": map[string]any{"cpu": 0.25}, "limits": map[string]any{"cpu": nil, "memory": "1Gi"}},
+		"imagePullSecrets": []any{map[string]any{"name": "registry"}},
+	}})
+	for flag, want := range map[string]string{
+		"crawler-cpu-request": "0.25", "crawler-memory-request": "64Mi", "crawler-cpu-limit": "", "crawler-memory-limit": "1Gi",
+		"crawler-image-pull-secrets": "registry",
+	} {
+		if got, err := arg(flag)(objs); err != nil || got != want {
+			t.Errorf("--%s = %v (%v), want %q", flag, got, err, want)
+		}
+	}
+	for _, flag := range []string{"crawler-priority-class-name", "crawler-pod-labels", "crawler-pod-annotations"} {
+		if got, err := arg(flag)(objs); err == nil {
+			t.Errorf("--%s=%v passed although unset", flag, got)
+		}
 	}
 }
 
@@ -378,18 +402,22 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		"zero crawls per node":     {map[string]any{"crawler": map[string]any{"maxCrawlsPerNode": 0}}, "maxCrawlsPerNode"},
 		"two replicas without leader election": {map[string]any{"storage": map[string]any{"type": "postgres", "postgres": map[string]any{"existingSecret": "x"}},
 			"manager": map[string]any{"replicas": 2, "leaderElection": false}}, "leaderElection"},
-		"taint without effect":         {map[string]any{"egress": map[string]any{"nodeTaint": "dedicated=crawler"}}, "nodeTaint"},
-		"ips.json over plain HTTP":     {map[string]any{"bot": map[string]any{"ipsURL": "http://lohisoft.com/bot/ips.json"}}, "ipsURL"},
-		"contact not an address":       {map[string]any{"bot": map[string]any{"contact": "ACME: Bots #1"}}, "contact"},
-		"comma in a legacy user-agent": {map[string]any{"bot": map[string]any{"legacyUserAgents": []any{"LohiSoftBot/0.9 (a, b)"}}}, "legacyUserAgents"},
-		"Secret name not a name":       {postgres(map[string]any{"existingSecret": "pg dsn"}), "existingSecret"},
-		"Secret key with a slash":      {postgres(map[string]any{"existingSecret": "pg", "secretKey": "a/b"}), "secretKey"},
-		"DNS namespace not a name":     {map[string]any{"networkPolicy": map[string]any{"dnsNamespace": "Kube System"}}, "dnsNamespace"},
-		"nameOverride not a name":      {map[string]any{"nameOverride": "Crawl Operator"}, "nameOverride"},
-		"fullnameOverride too long":    {map[string]any{"fullnameOverride": strings.Repeat("a", 51)}, "fullnameOverride"},
-		"priorityClassName not a name": {manager(map[string]any{"priorityClassName": "High Priority"}), "priorityClassName"},
-		"PDB minAvailable 0":           {manager(map[string]any{"podDisruptionBudget": map[string]any{"minAvailable": 0}}), "minAvailable"},
-		"topology spread without key":  {manager(map[string]any{"topologySpreadConstraints": []any{map[string]any{"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}}}), "topologyKey"},
+		"taint without effect":                       {map[string]any{"egress": map[string]any{"nodeTaint": "dedicated=crawler"}}, "nodeTaint"},
+		"ips.json over plain HTTP":                   {map[string]any{"bot": map[string]any{"ipsURL": "http://lohisoft.com/bot/ips.json"}}, "ipsURL"},
+		"contact not an address":                     {map[string]any{"bot": map[string]any{"contact": "ACME: Bots #1"}}, "contact"},
+		"comma in a legacy user-agent":               {map[string]any{"bot": map[string]any{"legacyUserAgents": []any{"LohiSoftBot/0.9 (a, b)"}}}, "legacyUserAgents"},
+		"Secret name not a name":                     {postgres(map[string]any{"existingSecret": "pg dsn"}), "existingSecret"},
+		"Secret key with a slash":                    {postgres(map[string]any{"existingSecret": "pg", "secretKey": "a/b"}), "secretKey"},
+		"DNS namespace not a name":                   {map[string]any{"networkPolicy": map[string]any{"dnsNamespace": "Kube System"}}, "dnsNamespace"},
+		"nameOverride not a name":                    {map[string]any{"nameOverride": "Crawl Operator"}, "nameOverride"},
+		"fullnameOverride too long":                  {map[string]any{"fullnameOverride": strings.Repeat("a", 51)}, "fullnameOverride"},
+		"priorityClassName not a name":               {manager(map[string]any{"priorityClassName": "High Priority"}), "priorityClassName"},
+		"crawler resource other than cpu and memory": {map[string]any{"crawler": map[string]any{"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": 1}}}}, "nvidia.com/gpu"},
+		"crawler pull Secret not a name":             {map[string]any{"crawler": map[string]any{"imagePullSecrets": []any{map[string]any{"name": "My Registry"}}}}, "imagePullSecrets"},
+		"comma in a crawler annotation":              {map[string]any{"crawler": map[string]any{"podAnnotations": map[string]any{"a": "b,c=d"}}}, "podAnnotations"},
+		"crawler label value not a label":            {map[string]any{"crawler": map[string]any{"podLabels": map[string]any{"team": "two words"}}}, "podLabels"},
+		"PDB minAvailable 0":                         {manager(map[string]any{"podDisruptionBudget": map[string]any{"minAvailable": 0}}), "minAvailable"},
+		"topology spread without key":                {manager(map[string]any{"topologySpreadConstraints": []any{map[string]any{"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}}}), "topologyKey"},
 		// What breaks the restricted Pod Security level.
 		"runAsNonRoot false":                  {manager(map[string]any{"podSecurityContext": map[string]any{"runAsNonRoot": false}}), "runAsNonRoot"},
 		"container runAsNonRoot false":        {manager(map[string]any{"securityContext": map[string]any{"runAsNonRoot": false}}), "runAsNonRoot"},

@@ -272,6 +272,24 @@ func TestCrawlerPodValues(t *testing.T) {
 	}
 }
 
+// The readiness probe leaves the index check out unless asked (issue 14:
+// an index outage must not take /bot and the results endpoint down).
+func TestReadinessIncludesIndex(t *testing.T) {
+	for include, want := range map[any]string{nil: "/readyz?exclude=index", false: "/readyz?exclude=index", true: "/readyz"} {
+		vals := map[string]any{}
+		if include != nil {
+			vals = manager(map[string]any{"readinessIncludesIndex": include})
+		}
+		got, err := field("Deployment", "spec", "template", "spec", "containers", 0, "readinessProbe", "httpGet", "path")(mustRender(t, vals))
+		if err != nil || got != want {
+			t.Errorf("readinessIncludesIndex=%v: probe path %v (%v), want %q", include, got, err, want)
+		}
+	}
+	if _, err := render(t, manager(map[string]any{"readinessIncludesIndex": "yes"})); err == nil || !strings.Contains(err.Error(), "readinessIncludesIndex") {
+		t.Errorf("readinessIncludesIndex=\"yes\": %v, want a schema error", err)
+	}
+}
+
 // The PostgreSQL DSN holds a password: it must reach the manager through
 // its environment, from the Secret, and never through its arguments,
 // which every process on the node can read (/proc/PID/cmdline).

@@ -114,7 +114,9 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 		"--metrics-bind-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t),
 		"--results-bind-address=" + freeAddr(t), "--index-bind-address=" + freeAddr(t),
 		"--crawler-image=crawler:test", "--results-url=http://results.test:8083", "--crawl-deadline=1h",
-		"--egress-dns-server=" + dns.Addr, "--egress-check-interval=1h",
+		// Plain HTTP metrics: TestMetricsNeedAuthentication covers the
+		// secure endpoint.
+		"--metrics-secure=false", "--egress-dns-server=" + dns.Addr, "--egress-check-interval=1h",
 		"--manager-namespace=crawl-system",
 	}); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ package operator
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
@@ -54,6 +56,10 @@ type Options struct {
 // ManagerOptions are the manager process's own settings.
 type ManagerOptions struct {
 	MetricsAddr, ProbeAddr string
+	// MetricsSecure serves metrics over HTTPS, only to clients the API
+	// server authenticates (TokenReview) and allows GET /metrics
+	// (SubjectAccessReview): metrics name sites, nodes and addresses.
+	MetricsSecure bool
 	// ResultsAddr is where the results endpoint listens; "0" serves it
 	// nowhere (tests serve Operator.Results themselves).
 	ResultsAddr             string
@@ -64,7 +70,7 @@ type ManagerOptions struct {
 // Defaults are the manager's flag defaults.
 func Defaults() Options {
 	return Options{
-		Manager:          ManagerOptions{MetricsAddr: ":8080", ProbeAddr: ":8081", ResultsAddr: ":8083"},
+		Manager:          ManagerOptions{MetricsAddr: ":8080", MetricsSecure: true, ProbeAddr: ":8081", ResultsAddr: ":8083"},
 		Pod:              crawlpod.DefaultConfig(),
 		MaxCrawlsPerNode: 4,
 		Index:            index.DefaultOptions(),
@@ -85,10 +91,33 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 // BindFlags binds the manager process's flags to m.
 func (m *ManagerOptions) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&m.MetricsAddr, "metrics-bind-address", m.MetricsAddr, "Address the metrics endpoint binds to; 0 disables it.")
+	fs.BoolVar(&m.MetricsSecure, "metrics-secure", m.MetricsSecure, "Serve metrics over HTTPS to clients the API server authenticates and authorizes for GET /metrics; false serves plain HTTP to anyone.")
 	fs.StringVar(&m.ProbeAddr, "health-probe-bind-address", m.ProbeAddr, "Address the health and readiness probes bind to.")
 	fs.StringVar(&m.ResultsAddr, "results-bind-address", m.ResultsAddr, "Address the results endpoint for crawler Pods binds to.")
 	fs.BoolVar(&m.LeaderElect, "leader-elect", m.LeaderElect, "Enable leader election, so only one manager reconciles at a time.")
 	fs.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", m.LeaderElectionNamespace, "Namespace of the leader election Lease (default: the manager's namespace).")
+}
+
+// The manager authenticates and authorizes metrics scrapes through the API
+// server.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// metricsServer is the metrics endpoint as the kubebuilder v4 scaffold
+// serves it: with MetricsSecure, HTTPS (the certificate in
+// /tmp/k8s-metrics-server/serving-certs, else a self-signed one) behind
+// controller-runtime's TokenReview and SubjectAccessReview filter.
+func (m ManagerOptions) metricsServer() metricsserver.Options {
+	o := metricsserver.Options{BindAddress: m.MetricsAddr}
+	if m.MetricsSecure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		// HTTP/1.1 only: HTTP/2 Rapid Reset and Stream Cancellation
+		// (CVE-2023-44487, CVE-2023-39325) would let anyone who reaches the
+		// port tie up the manager before authentication.
+		o.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
+	return o
 }
 
 // Validate reports the first setting the operator cannot run with. The
@@ -162,7 +191,7 @@ func New(cfg *rest.Config, o Options, adjust ...func(*ctrl.Options)) (*Operator,
 
 	mgrOpts := ctrl.Options{
 		Scheme:                  Scheme(),
-		Metrics:                 metricsserver.Options{BindAddress: o.Manager.MetricsAddr},
+		Metrics:                 o.Manager.metricsServer(),
 		HealthProbeBindAddress:  o.Manager.ProbeAddr,
 		LeaderElection:          o.Manager.LeaderElect,
 		LeaderElectionID:        "crawl-operator.crawl.lohisoft.com",

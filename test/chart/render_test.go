@@ -290,6 +290,47 @@ func TestReadinessIncludesIndex(t *testing.T) {
 	}
 }
 
+// metrics.secure (default on): the manager checks scrapers with the API
+// server, so it may create TokenReviews and SubjectAccessReviews, the chart
+// ships the ClusterRole scrapers need, and the ServiceMonitor scrapes over
+// HTTPS with Prometheus's token. Off, none of that.
+func TestSecureMetrics(t *testing.T) {
+	for _, secure := range []bool{true, false} {
+		objs := mustRender(t, map[string]any{"metrics": map[string]any{"secure": secure}, "serviceMonitor": map[string]any{"enabled": true}})
+		if got, err := arg("metrics-secure")(objs); err != nil || got != fmt.Sprint(secure) {
+			t.Errorf("secure=%t: --metrics-secure=%v (%v)", secure, got, err)
+		}
+		reader := find(objs, "ClusterRole", "crawl-crawl-operator-metrics-reader")
+		endpoint, _ := dig(find(objs, "ServiceMonitor", "").Object, "spec", "endpoints", 0)
+		if !secure {
+			if reader != nil {
+				t.Error("secure=false: metrics-reader ClusterRole rendered")
+			}
+			if ep := endpoint.(map[string]any); ep["scheme"] != nil || ep["bearerTokenFile"] != nil {
+				t.Errorf("secure=false: ServiceMonitor endpoint %s", jsonOf(ep))
+			}
+			continue
+		}
+		if reader == nil {
+			t.Fatal("no metrics-reader ClusterRole")
+		}
+		if rules, _ := dig(reader.Object, "rules"); !sameJSON(rules, []any{map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}}) {
+			t.Errorf("metrics-reader rules %s", jsonOf(rules))
+		}
+		want := map[string]any{"port": "metrics", "interval": "30s", "scheme": "https",
+			"bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token", "tlsConfig": map[string]any{"insecureSkipVerify": true}}
+		if !sameJSON(endpoint, want) {
+			t.Errorf("ServiceMonitor endpoint %s, want %s", jsonOf(endpoint), jsonOf(want))
+		}
+		rules, _ := dig(find(objs, "ClusterRole", "crawl-crawl-operator").Object, "rules")
+		for group, resource := range map[string]string{"authentication.k8s.io": "tokenreviews", "authorization.k8s.io": "subjectaccessreviews"} {
+			if !strings.Contains(jsonOf(rules), fmt.Sprintf(`{"apiGroups":[%q],"resources":[%q],"verbs":["create"]}`, group, resource)) {
+				t.Errorf("the manager may not create %s: %s", resource, jsonOf(rules))
+			}
+		}
+	}
+}
+
 // The PostgreSQL DSN holds a password: it must reach the manager through
 // its environment, from the Secret, and never through its arguments,
 // which every process on the node can read (/proc/PID/cmdline).

@@ -48,12 +48,15 @@ var (
 
 // RegisterMetrics adds the crawl metrics to controller-runtime's registry,
 // which the manager serves on its metrics endpoint. The gauges are read from
-// the cache at scrape time, so they cannot drift from the cluster.
-// Calling it again (tests run several managers in one process) makes the
-// gauges read from the new cache.
-func RegisterMetrics(cache client.Reader) {
+// the cache at scrape time, so they cannot drift from the cluster. They
+// describe the whole fleet, which every replica's cache holds, so only the
+// leader reports them (once elected is closed: mgr.Elected(), closed at
+// start without leader election): summed over two replicas they would
+// count every crawl twice. Calling it again (tests run several managers in
+// one process) makes the gauges follow the new manager.
+func RegisterMetrics(cache client.Reader, elected <-chan struct{}) {
 	state.mu.Lock()
-	state.cache = cache
+	state.cache, state.elected = cache, elected
 	state.mu.Unlock()
 	registerOnce.Do(func() {
 		metrics.Registry.MustRegister(crawlsStarted, crawlsFinished, pagesIndexed, crawlDuration,
@@ -67,8 +70,9 @@ var (
 )
 
 type stateCollector struct {
-	mu    sync.Mutex
-	cache client.Reader
+	mu      sync.Mutex
+	cache   client.Reader
+	elected <-chan struct{}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -78,9 +82,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	cache := c.cache
+	cache, elected := c.cache, c.elected
 	c.mu.Unlock()
-	if cache == nil {
+	if cache == nil || !closed(elected) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -112,5 +116,14 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		for phase, n := range perPhase {
 			ch <- prometheus.MustNewConstMetric(targetsDesc, prometheus.GaugeValue, float64(n), string(phase))
 		}
+	}
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }

@@ -11,8 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/reportendpoint"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
 // rawPost sends a report to a raw path of a results endpoint.
@@ -43,6 +46,7 @@ func rawPost(t *testing.T, base, path, token string) (int, http.Header, string) 
 func TestResultsEndpointEdges(t *testing.T) {
 	createEgressNode(t, "egress-edges", "79.139.58.98")
 	op := startOperator(t, operatorOptions{})
+	before := testutil.Metrics(t, metrics.Registry)
 	ns := newNamespace(t)
 	ct := createTarget(t, ns, "edges", "https://edges.example.com/")
 	pod := waitPod(t, ct, 1)
@@ -99,6 +103,31 @@ func TestResultsEndpointEdges(t *testing.T) {
 	// The run's own crawler, from the same address, is not slowed down.
 	if code, body := postReport(t, op, pod, token, progress); code != http.StatusOK {
 		t.Errorf("the run's crawler after its neighbour's failures: %d %s", code, body)
+	}
+
+	// What the manager's metrics say of the requests above: every refusal
+	// by its reason, the token ones counted again on their own.
+	after := testutil.Metrics(t, metrics.Registry)
+	grew := func(series string) float64 { return after[series] - before[series] }
+	for series, want := range map[string]float64{
+		`crawl_operator_reports_total{kind="progress",result="accepted"}`:      2,
+		`crawl_operator_reports_total{kind="unknown",result="malformed_name"}`: 6,
+		`crawl_operator_reports_total{kind="unknown",result="wrong_token"}`:    float64(codes[http.StatusForbidden]),
+		`crawl_operator_reports_total{kind="unknown",result="rate_limited"}`:   float64(codes[http.StatusTooManyRequests]),
+		`crawl_operator_report_token_rejections_total{reason="wrong_token"}`:   float64(codes[http.StatusForbidden]),
+		`crawl_operator_report_token_rejections_total{reason="rate_limited"}`:  float64(codes[http.StatusTooManyRequests]),
+		`crawl_operator_report_token_rejections_total{reason="missing_token"}`: 0,
+		`crawl_operator_reports_total{kind="final",result="accepted"}`:         0,
+	} {
+		if got := grew(series); got != want {
+			t.Errorf("%s grew by %v, want %v", series, got, want)
+		}
+	}
+	if code, _, _ := rawPost(t, op.results.URL, path, ""); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", code)
+	}
+	if got := testutil.Metrics(t, metrics.Registry)[`crawl_operator_report_token_rejections_total{reason="missing_token"}`] - before[`crawl_operator_report_token_rejections_total{reason="missing_token"}`]; got != 1 {
+		t.Errorf("a report without a token counted %v times as missing_token, want 1", got)
 	}
 
 	// Names the cache does not know: the API server is asked once, then

@@ -235,7 +235,10 @@ func OpenStore(ctx context.Context, dsn string) (store.Store, error) {
 var metricsOnce sync.Once
 
 func registerMetrics() {
-	metricsOnce.Do(func() { metrics.Registry.MustRegister(backend.Collectors()...) })
+	metricsOnce.Do(func() {
+		metrics.Registry.MustRegister(backend.Collectors()...)
+		metrics.Registry.MustRegister(searchapi.Collectors()...)
+	})
 }
 
 // redact drops everything after the scheme, which may hold a password.

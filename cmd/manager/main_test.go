@@ -38,7 +38,15 @@ var (
 	ctx        = context.Background()
 )
 
+// runManagerEnv makes the test binary run the manager's main instead of
+// the tests: a test starts real manager processes with it.
+const runManagerEnv = "CRAWL_TEST_RUN_MANAGER"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(runManagerEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
 	os.Exit(testenv.Run(m, filepath.Join("..", ".."), &restConfig, &k8s))
 }
 
@@ -247,4 +255,35 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 		return nil
 	})
 	eventually(t, "backend_up metric", expect(metrics+"/metrics", http.StatusOK, "crawl_operator_index_backend_up 1"))
+
+	// The endpoint's own metrics tell the story: both final reports
+	// accepted, searches refused with 503 during the outage and answered
+	// after it, and the syncer's writes once the backend was back.
+	a, err := get(metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, series := range []string{
+		`crawl_operator_reports_total{kind="final",result="accepted"}`,
+		`crawl_operator_search_requests_total{code="503",endpoint="search"}`,
+		`crawl_operator_search_requests_total{code="200",endpoint="search"}`,
+		`crawl_operator_search_request_duration_seconds_count{endpoint="search"}`,
+		`crawl_operator_index_sync_upserts_total`,
+	} {
+		if v := sample(a.body, series); v < 1 {
+			t.Errorf("%s = %v after the run, want at least 1", series, v)
+		}
+	}
+}
+
+// sample is the value of series in a text-format scrape, 0 when absent.
+func sample(scrape, series string) float64 {
+	for _, line := range strings.Split(scrape, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			var f float64
+			fmt.Sscan(v, &f)
+			return f
+		}
+	}
+	return 0
 }

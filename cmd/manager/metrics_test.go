@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,42 +21,16 @@ import (
 	"github.com/lohisoft/crawl-operator/internal/operator"
 )
 
-// startManager runs the manager as cmd/manager does, with args after the
-// test's own addresses, until the test ends. It returns the parsed options.
-func startManager(t *testing.T, args ...string) operator.Options {
-	t.Helper()
-	o := operator.Defaults()
-	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	o.BindFlags(fs)
-	if err := fs.Parse(append([]string{
-		"--metrics-bind-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t),
-		"--results-bind-address=" + freeAddr(t), "--index-bind-address=" + freeAddr(t),
-		"--crawler-image=crawler:test", "--storage=sqlite://" + filepath.Join(t.TempDir(), "index.db"),
-		"--egress-check-interval=1h",
-	}, args...)); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	exited := make(chan error, 1)
-	go func() { exited <- run(runCtx, restConfig, o) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-exited; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	return o
-}
-
 // By default the metrics endpoint speaks HTTPS and answers only callers
 // the API server authenticates and authorizes for GET /metrics: no token
 // gets 401, a ServiceAccount without the metrics-reader ClusterRole 403,
 // one bound to it (config/rbac/metrics_reader_role.yaml, as shipped) 200.
 func TestMetricsNeedAuthentication(t *testing.T) {
-	o := startManager(t)
-	if !o.Manager.MetricsSecure {
+	if !operator.Defaults().Manager.MetricsSecure {
 		t.Fatal("--metrics-secure is off by default")
 	}
+	// A manager process with the defaults.
+	m := startReplica(t, "manager")
 	cs := kubernetes.NewForConfigOrDie(restConfig)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "metrics-"}}
 	if err := k8s.Create(ctx, ns); err != nil {
@@ -106,7 +78,7 @@ func TestMetricsNeedAuthentication(t *testing.T) {
 	// ServiceMonitor skips verification the same way.
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	scrape := func(token string) (int, string, error) {
-		req, _ := http.NewRequest(http.MethodGet, "https://"+o.Manager.MetricsAddr+"/metrics", nil)
+		req, _ := http.NewRequest(http.MethodGet, "https://"+m.metricsAddr+"/metrics", nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -146,7 +118,7 @@ func TestMetricsNeedAuthentication(t *testing.T) {
 			return nil
 		})
 	}
-	if a, err := get("http://" + o.Manager.MetricsAddr + "/metrics"); err == nil && a.status == http.StatusOK {
+	if a, err := get("http://" + m.metricsAddr + "/metrics"); err == nil && a.status == http.StatusOK {
 		t.Errorf("plain HTTP answered 200: %s", firstLine(a.body))
 	}
 }

@@ -51,6 +51,10 @@ type Handler struct {
 
 // ServeHTTP routes by exact path: no path cleaning, no redirects.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec, endpoint := &statusRecorder{ResponseWriter: w}, endpointOther
+	w = rec
+	start := time.Now()
+	defer func() { observe(endpoint, rec, start) }()
 	defer func() {
 		// A bug must cost one request a 500, never the process.
 		if v := recover(); v != nil {
@@ -61,11 +65,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var serve func(http.ResponseWriter, *http.Request) (any, error)
 	switch p := r.URL.Path; {
 	case p == Prefix+"search":
-		serve = h.search
+		serve, endpoint = h.search, endpointSearch
 	case p == Prefix+"sites":
-		serve = h.sites
+		serve, endpoint = h.sites, endpointSites
 	case strings.HasPrefix(p, Prefix+"sites/") && strings.HasSuffix(p, "/pages"):
-		serve = h.pages
+		serve, endpoint = h.pages, endpointPages
 	default:
 		writeError(w, http.StatusNotFound, "no such endpoint; see "+Prefix+"search, "+Prefix+"sites and "+Prefix+"sites/{host}/pages")
 		return

@@ -71,6 +71,14 @@ var (
 		Name: "crawl_operator_index_sync_failures_total",
 		Help: "SiteIndex writes to the search backend that failed, by reason: unavailable (backend unreachable) or error.",
 	}, []string{"reason"})
+	upserts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "crawl_operator_index_sync_upserts_total",
+		Help: "SiteIndexes written to the search backend (each write replaces the site's rows).",
+	})
+	removals = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "crawl_operator_index_sync_removals_total",
+		Help: "SiteIndexes whose rows were removed from the search backend: deleted, or their site excluded.",
+	})
 	pendingDesc = prometheus.NewDesc("crawl_operator_index_sync_pending",
 		"SiteIndexes whose latest state is not yet in the search backend.", nil, nil)
 	lagDesc = prometheus.NewDesc("crawl_operator_index_sync_lag_seconds",
@@ -90,7 +98,7 @@ func register(s *Syncer) {
 	current.s = s
 	current.Unlock()
 	registerOnce.Do(func() {
-		metrics.Registry.MustRegister(syncFailures, lagCollector{})
+		metrics.Registry.MustRegister(syncFailures, upserts, removals, lagCollector{})
 		syncFailures.WithLabelValues("unavailable")
 		syncFailures.WithLabelValues("error")
 	})

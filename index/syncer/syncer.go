@@ -183,6 +183,7 @@ func (s *Syncer) sync(ctx context.Context, req ctrl.Request) error {
 	if err := s.Store.ReplaceSite(ctx, doc); err != nil {
 		return fmt.Errorf("index SiteIndex %s: %w", source, err)
 	}
+	upserts.Inc()
 	log.FromContext(ctx).V(1).Info("indexed", "site", doc.Site, "pages", len(doc.Pages), "links", len(doc.Links))
 	return nil
 }
@@ -201,6 +202,7 @@ func (s *Syncer) remove(ctx context.Context, source, why string) error {
 		return fmt.Errorf("remove rows of SiteIndex %s (%s): %w", source, why, err)
 	}
 	if n > 0 {
+		removals.Inc()
 		log.FromContext(ctx).Info("removed from the index", "source", source, "pages", n, "reason", why)
 	}
 	return nil

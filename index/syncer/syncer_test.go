@@ -13,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/index/store"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
 var ctx = context.Background()
@@ -63,6 +65,7 @@ func TestStatusChangesAreIndexed(t *testing.T) {
 	st := openStore(t)
 	startManager(t, st, false)
 	ns := namespace(t)
+	before := testutil.Metrics(t, metrics.Registry)
 	si := createSiteIndex(t, ns, "a", "https://a.example:443", map[string]string{"/": "Otter habitats", "/2": "Otter food"})
 	eventually(t, "pages indexed", searchFor(st, "otter", "https://a.example/", "https://a.example/2"))
 
@@ -74,6 +77,20 @@ func TestStatusChangesAreIndexed(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "rows of a deleted SiteIndex removed", hostGone(st, "a.example"))
+
+	// Every manager here indexes every SiteIndex of the shared API server,
+	// so other tests' SiteIndexes may be written too: at least this one's
+	// two states. Only this one had rows to remove in this fresh store.
+	after := testutil.Metrics(t, metrics.Registry)
+	if n := after["crawl_operator_index_sync_upserts_total"] - before["crawl_operator_index_sync_upserts_total"]; n < 2 {
+		t.Errorf("crawl_operator_index_sync_upserts_total grew by %v, want at least 2", n)
+	}
+	if n := after["crawl_operator_index_sync_removals_total"] - before["crawl_operator_index_sync_removals_total"]; n != 1 {
+		t.Errorf("crawl_operator_index_sync_removals_total grew by %v, want 1", n)
+	}
+	if after["crawl_operator_index_sync_pending"] != 0 || after["crawl_operator_index_sync_lag_seconds"] != 0 {
+		t.Errorf("pending %v, lag %v with the backend up to date", after["crawl_operator_index_sync_pending"], after["crawl_operator_index_sync_lag_seconds"])
+	}
 }
 
 func TestRestartResyncs(t *testing.T) {

@@ -35,10 +35,10 @@ const (
 // anything is looked up: "a/b" (from a%2Fb), "..", empty, too long.
 func checkNames(ns, name string) error {
 	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-		return fail(http.StatusBadRequest, "malformed namespace in the URL: want POST /v1/runs/{namespace}/{pod}")
+		return fail("malformed_name", http.StatusBadRequest, "malformed namespace in the URL: want POST /v1/runs/{namespace}/{pod}")
 	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return fail(http.StatusBadRequest, "malformed pod name in the URL: want POST /v1/runs/{namespace}/{pod}")
+		return fail("malformed_name", http.StatusBadRequest, "malformed pod name in the URL: want POST /v1/runs/{namespace}/{pod}")
 	}
 	return nil
 }
@@ -85,7 +85,7 @@ func (s *Server) lookupRun(ctx context.Context, key client.ObjectKey, token stri
 	return pod, true, nil
 }
 
-var errUnknownRun = fail(http.StatusForbidden, "unknown run or wrong token")
+var errUnknownRun = fail(reasonWrongToken, http.StatusForbidden, "unknown run or wrong token")
 
 // source names the client for the failure limit: its IP address.
 func source(r *http.Request) string {
@@ -99,7 +99,7 @@ func source(r *http.Request) string {
 // tooMany answers a source that failed too often: 429 with Retry-After.
 func tooMany(wait time.Duration) error {
 	secs := max(1, int(wait.Round(time.Second)/time.Second))
-	return &httpError{code: http.StatusTooManyRequests, msg: "too many failed requests from this address; retry later",
+	return &httpError{code: http.StatusTooManyRequests, reason: reasonRateLimited, msg: "too many failed requests from this address; retry later",
 		header: http.Header{"Retry-After": []string{strconv.Itoa(secs)}}}
 }
 

@@ -80,7 +80,10 @@ func (s *Server) Handler() http.Handler {
 
 // httpError is an error with the status code the crawler should see.
 type httpError struct {
-	code   int
+	code int
+	// reason is the refusal's metric label: a word, never the message,
+	// which names Pods and sites.
+	reason string
 	msg    string
 	header http.Header
 	// failure marks a request that counts against its source's limit.
@@ -89,20 +92,21 @@ type httpError struct {
 
 func (e *httpError) Error() string { return e.msg }
 
-func fail(code int, format string, args ...any) error {
-	return &httpError{code: code, msg: fmt.Sprintf(format, args...)}
+func fail(reason string, code int, format string, args ...any) error {
+	return &httpError{code: code, reason: reason, msg: fmt.Sprintf(format, args...)}
 }
 
 func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 	s.init()
 	ns, name := r.PathValue("namespace"), r.PathValue("pod")
-	pages, err := s.handle(r, ns, name)
+	pages, kind, err := s.handle(r, ns, name)
 	if err != nil {
 		var he *httpError
 		if !errors.As(err, &he) {
 			log.FromContext(r.Context()).Error(err, "store crawl report", "namespace", ns, "pod", name)
-			he = &httpError{code: http.StatusServiceUnavailable, msg: "could not store the report, retry"}
+			he = &httpError{code: http.StatusServiceUnavailable, reason: "error", msg: "could not store the report, retry"}
 		}
+		refused(kind, he.reason)
 		if he.failure {
 			s.limiter.failed(source(r), s.now())
 		}
@@ -112,25 +116,33 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 		writeError(w, he.code, he.msg)
 		return
 	}
+	accepted(kind)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]int{"pages": pages})
 }
 
-func (s *Server) handle(r *http.Request, ns, name string) (int, error) {
+// handle stores one report and says which kind it was (kindUnknown when it
+// was refused before its body was read).
+func (s *Server) handle(r *http.Request, ns, name string) (int, string, error) {
 	ctx := r.Context()
 	pod, err := s.authenticate(ctx, r, ns, name)
 	if err != nil {
-		return 0, err
+		return 0, kindUnknown, err
 	}
 	rep, err := s.decode(r)
 	if err != nil {
-		return 0, err
+		return 0, kindUnknown, err
+	}
+	kind := kindProgress
+	if rep.Final {
+		kind = kindFinal
 	}
 	ct, owner, err := s.target(ctx, pod)
 	if err != nil {
-		return 0, err
+		return 0, kind, err
 	}
-	return s.store(ctx, pod, ct, owner, rep)
+	pages, err := s.store(ctx, pod, ct, owner, rep)
+	return pages, kind, err
 }
 
 // authenticate ties the bearer token to exactly one live run: the Pod named
@@ -144,7 +156,7 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, ns, name str
 	}
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || token == "" {
-		return nil, counted(fail(http.StatusUnauthorized, "missing bearer token"))
+		return nil, counted(fail(reasonMissingToken, http.StatusUnauthorized, "missing bearer token"))
 	}
 	key := client.ObjectKey{Namespace: ns, Name: name}
 	wait := s.limiter.wait(source(r), s.now())
@@ -163,7 +175,7 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, ns, name str
 		pod = &corev1.Pod{}
 		err := s.reader().Get(ctx, key, pod)
 		if apierrors.IsNotFound(err) {
-			return nil, fail(http.StatusConflict, "run %s/%s has ended", ns, name)
+			return nil, fail("run_ended", http.StatusConflict, "run %s/%s has ended", ns, name)
 		}
 		if err != nil {
 			return nil, err
@@ -173,7 +185,7 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, ns, name str
 		}
 	}
 	if !crawlpod.Active(pod) {
-		return nil, fail(http.StatusConflict, "run %s/%s has ended", ns, name)
+		return nil, fail("run_ended", http.StatusConflict, "run %s/%s has ended", ns, name)
 	}
 	return pod, nil
 }
@@ -196,15 +208,15 @@ func (s *Server) decode(r *http.Request) (runreport.Report, error) {
 		limit = DefaultMaxBody
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return rep, fail(http.StatusUnsupportedMediaType, "content type must be application/json")
+		return rep, fail("bad_content_type", http.StatusUnsupportedMediaType, "content type must be application/json")
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, limit))
 	if err := dec.Decode(&rep); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return rep, fail(http.StatusRequestEntityTooLarge, "report larger than %d bytes", limit)
+			return rep, fail("too_large", http.StatusRequestEntityTooLarge, "report larger than %d bytes", limit)
 		}
-		return rep, fail(http.StatusBadRequest, "invalid report JSON: %v", err)
+		return rep, fail("bad_json", http.StatusBadRequest, "invalid report JSON: %v", err)
 	}
 	return rep, nil
 }
@@ -214,24 +226,24 @@ func (s *Server) decode(r *http.Request) (runreport.Report, error) {
 func (s *Server) target(ctx context.Context, pod *corev1.Pod) (*crawlv1.CrawlTarget, site.Site, error) {
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil || ref.Kind != "CrawlTarget" {
-		return nil, site.Site{}, fail(http.StatusForbidden, "run has no CrawlTarget")
+		return nil, site.Site{}, fail("not_current_run", http.StatusForbidden, "run has no CrawlTarget")
 	}
 	ct := &crawlv1.CrawlTarget{}
 	if err := s.reader().Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref.Name}, ct); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, site.Site{}, fail(http.StatusConflict, "CrawlTarget %s is gone", ref.Name)
+			return nil, site.Site{}, fail("target_gone", http.StatusConflict, "CrawlTarget %s is gone", ref.Name)
 		}
 		return nil, site.Site{}, err
 	}
 	owner, err := site.Parse(ct.Spec.URL)
 	if ct.UID != ref.UID || err != nil || owner.String() != pod.Annotations[crawlpod.AnnotationSite] {
-		return nil, site.Site{}, fail(http.StatusConflict, "CrawlTarget %s no longer matches this run", ref.Name)
+		return nil, site.Site{}, fail("target_changed", http.StatusConflict, "CrawlTarget %s no longer matches this run", ref.Name)
 	}
 	// Only the run the operator started and recorded may write: a Pod that
 	// merely looks like a crawler (anyone who may create Pods could make
 	// one) is not it.
 	if pod.Name != crawlpod.PodName(ct.Name, ct.Status.Runs) {
-		return nil, site.Site{}, fail(http.StatusForbidden, "pod %s is not the current run of CrawlTarget %s", pod.Name, ct.Name)
+		return nil, site.Site{}, fail("not_current_run", http.StatusForbidden, "pod %s is not the current run of CrawlTarget %s", pod.Name, ct.Name)
 	}
 	if s.Excluded != nil {
 		excluded, err := s.Excluded(ctx, owner.Host)
@@ -239,7 +251,7 @@ func (s *Server) target(ctx context.Context, pod *corev1.Pod) (*crawlv1.CrawlTar
 			return nil, site.Site{}, err
 		}
 		if excluded {
-			return nil, site.Site{}, fail(http.StatusConflict, "site %s is excluded", owner)
+			return nil, site.Site{}, fail("excluded", http.StatusConflict, "site %s is excluded", owner)
 		}
 	}
 	return ct, owner, nil
@@ -251,14 +263,14 @@ func (s *Server) store(ctx context.Context, pod *corev1.Pod, ct *crawlv1.CrawlTa
 		return 0, err
 	}
 	if !metav1.IsControlledBy(si, ct) {
-		return 0, fail(http.StatusConflict, "SiteIndex %s is not owned by the CrawlTarget", si.Name)
+		return 0, fail("not_owned", http.StatusConflict, "SiteIndex %s is not owned by the CrawlTarget", si.Name)
 	}
 	if si.Status.Run == pod.Name && si.Status.Complete {
 		if rep.Final {
 			// A repeat of the stored final result, whose answer was lost.
 			return len(si.Status.Pages), nil
 		}
-		return 0, fail(http.StatusConflict, "run %s already delivered its final result", pod.Name)
+		return 0, fail("already_final", http.StatusConflict, "run %s already delivered its final result", pod.Name)
 	}
 	before := si.DeepCopy()
 	now := s.now()
@@ -267,7 +279,7 @@ func (s *Server) store(ctx context.Context, pod *corev1.Pod, ct *crawlv1.CrawlTa
 	// write; the crawler retries a 503.
 	err := s.Client.Status().Patch(ctx, si, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsConflict(err) {
-		return 0, fail(http.StatusServiceUnavailable, "the SiteIndex changed meanwhile, retry")
+		return 0, fail("conflict", http.StatusServiceUnavailable, "the SiteIndex changed meanwhile, retry")
 	}
 	if err != nil {
 		return 0, fmt.Errorf("write SiteIndex status: %w", err)

@@ -1,7 +1,9 @@
 package controllers
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +52,9 @@ func podFailure(pod *corev1.Pod) string {
 	return "unknown reason"
 }
 
+// lastLine is the last line of a failed crawler's log (the termination
+// message), cut to a condition message's length. Crawler Pods log JSON
+// (--log-format=json): of a JSON record, it is the record's msg.
 func lastLine(s string) string {
 	const max = 200
 	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == ' ') {
@@ -60,6 +65,12 @@ func lastLine(s string) string {
 			s = s[i+1:]
 			break
 		}
+	}
+	var record struct {
+		Msg *string `json:"msg"`
+	}
+	if strings.HasPrefix(s, "{") && json.Unmarshal([]byte(s), &record) == nil && record.Msg != nil {
+		s = *record.Msg
 	}
 	if len(s) > max {
 		s = s[:max] + "…"

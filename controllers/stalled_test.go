@@ -67,9 +67,12 @@ func TestCrawlFailingOnUnchangeableInputStalls(t *testing.T) {
 	ns := newNamespace(t)
 	ct := createTarget(t, ns, "stuck", "http://intranet.stall.example:8080/")
 
-	// 1. The crawler exits 2: bad input.
-	failWithExitCode(t, waitPod(t, ct, 1), 2, `crawler: bad input: invalid URL "http://intranet.stall.example:0/": bad port`)
-	waitStalled(t, ct, crawlv1.ReasonInvalidInput, "bad port")
+	// 1. The crawler exits 2: bad input, its last JSON log record.
+	failWithExitCode(t, waitPod(t, ct, 1), 2, `{"time":"2026-12-01T10:00:00Z","level":"INFO","msg":"start"}`+"\n"+
+		`{"time":"2026-12-01T10:00:00Z","level":"ERROR","msg":"bad input: invalid URL \"http://intranet.stall.example:0/\": bad port"}`+"\n")
+	if c := meta.FindStatusCondition(waitStalled(t, ct, crawlv1.ReasonInvalidInput, "bad port").Status.Conditions, crawlv1.ConditionStalled); strings.Contains(c.Message, `"level"`) {
+		t.Errorf("Stalled shows the log record, not its message: %q", c.Message)
+	}
 	// Far past the back-off (the operator gives up on Pods older than
 	// testDeadline by this clock, so the steps stay below it).
 	op.clock.Step(24 * time.Hour)

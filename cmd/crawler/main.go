@@ -77,9 +77,17 @@ func fail(stderr io.Writer, code int, err error) int {
 	return code
 }
 
+// failJSON logs a failure as the last line of a JSON log: level ERROR,
+// the error as msg.
+func failJSON(stderr io.Writer, code int, err error) int {
+	slog.New(slog.NewJSONHandler(stderr, nil)).Error(strings.ReplaceAll(err.Error(), "\n", " "))
+	return code
+}
+
 // parse parses flags that may come before or after the positional
-// arguments, and returns the positionals.
-func parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, int, bool) {
+// arguments, and returns the positionals. A bad flag is reported with
+// failure: fail, or what the command's log format asks for.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer, failure func(io.Writer, int, error) int) ([]string, int, bool) {
 	fs.SetOutput(io.Discard)
 	var pos []string
 	for {
@@ -89,7 +97,7 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, int, bo
 				fs.Usage()
 				return nil, exitOK, false
 			}
-			return nil, fail(stderr, exitUsage, err), false
+			return nil, failure(stderr, exitUsage, err), false
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -119,9 +127,24 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	dnsServer := fs.String("dns-server", "", "resolve names with this DNS server (HOST:PORT) instead of the system resolver")
 	reportURL := fs.String("report-url", "", "POST progress and the final result to this results endpoint")
 	reportToken := fs.String("report-token", "", "bearer token for --report-url (default: $"+runreport.TokenEnv+")")
-	pos, code, ok := parse(fs, args, stderr)
+	logFormat := fs.String(runreport.LogFormatFlag, runreport.LogFormatText, "log format on stderr: text or json (one object a line, with time, level and msg; what crawler Pods use)")
+	// Shadows fail, so every failure below is a log line in the chosen
+	// format; flags given before a bad one are already set, and crawler
+	// Pods pass --log-format first.
+	fail := func(stderr io.Writer, code int, err error) int {
+		if *logFormat == runreport.LogFormatJSON {
+			return failJSON(stderr, code, err)
+		}
+		return fail(stderr, code, err)
+	}
+	pos, code, ok := parse(fs, args, stderr, fail)
 	if !ok {
 		return code
+	}
+	if *logFormat != runreport.LogFormatText && *logFormat != runreport.LogFormatJSON {
+		format := *logFormat
+		*logFormat = runreport.LogFormatText
+		return fail(stderr, exitUsage, fmt.Errorf("--%s must be %s or %s, got %q", runreport.LogFormatFlag, runreport.LogFormatText, runreport.LogFormatJSON, format))
 	}
 	if len(pos) != 1 {
 		return fail(stderr, exitUsage, fmt.Errorf("crawl takes exactly one URL, got %d", len(pos)))
@@ -146,7 +169,11 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 			return fail(stderr, exitUsage, fmt.Errorf("--report-url must be an http(s) URL, got %q", *reportURL))
 		}
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	var handler slog.Handler = slog.NewTextHandler(stderr, nil)
+	if *logFormat == runreport.LogFormatJSON {
+		handler = slog.NewJSONHandler(stderr, nil)
+	}
+	log := slog.New(handler)
 	cfg := engine.Config{
 		MaxPages:  *maxPages,
 		Delay:     *delay,
@@ -178,7 +205,12 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return fail(stderr, exitFailure, err)
 	}
 	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
+	if *logFormat == runreport.LogFormatText {
+		// For people. With JSON logs (a Pod, whose stdout and stderr are
+		// one log) the document stays on one line, so every line of the
+		// log is one JSON object.
+		enc.SetIndent("", "  ")
+	}
 	if err := enc.Encode(res); err != nil {
 		return fail(stderr, exitFailure, err)
 	}
@@ -203,7 +235,7 @@ func runRobots(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	file := fs.String("file", "", "robots.txt file to test (- for standard input)")
 	status := fs.Int("status", 200, "HTTP status the file is served with (4xx: no restrictions; 429, 5xx: nothing allowed)")
 	agent := fs.String("agent", engine.DefaultToken, "product token to test")
-	urls, code, ok := parse(fs, args, stderr)
+	urls, code, ok := parse(fs, args, stderr, fail)
 	if !ok {
 		return code
 	}
@@ -254,7 +286,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fs.PrintDefaults()
 	}
 	dnsServer := fs.String("dns-server", "", "ask this DNS server (HOST:PORT) instead of the system resolver")
-	pos, code, ok := parse(fs, args, stderr)
+	pos, code, ok := parse(fs, args, stderr, fail)
 	if !ok {
 		return code
 	}

@@ -472,3 +472,64 @@ func TestVerifyCommand(t *testing.T) {
 		t.Errorf("hostname instead of IP: exit %d", r.code)
 	}
 }
+
+// jsonLines checks that every line of s is a JSON log record with time,
+// level and msg, and returns them.
+func jsonLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("stderr line is not JSON: %q (%v)", line, err)
+		}
+		for _, k := range []string{"time", "level", "msg"} {
+			if _, ok := rec[k].(string); !ok {
+				t.Errorf("log record without %s: %q", k, line)
+			}
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// --log-format=json, as crawler Pods run it: every line on stderr is a
+// JSON record, failures included (the operator reads the last one's msg),
+// and the document on stdout is one line.
+func TestCrawlCommandLogsJSON(t *testing.T) {
+	s := testSite(t)
+	r := runBinary(t, nil, "crawl", "--log-format=json", "--allow-private", "--delay", "0s", s.URL)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if recs := jsonLines(t, r.stderr); len(recs) == 0 || recs[0]["level"] != "INFO" {
+		t.Errorf("records %v, want INFO logs", recs)
+	}
+	if strings.Count(strings.TrimSpace(r.stdout), "\n") != 0 || len(decodeCrawl(t, r.stdout).Pages) != 3 {
+		t.Errorf("stdout is not the document on one line: %q", r.stdout)
+	}
+
+	m := &fakeManager{respond: http.StatusForbidden}
+	mgr := m.start(t)
+	r = runBinary(t, nil, "crawl", "--log-format=json", "--allow-private", "--delay", "0s", "--max-pages", "1", "--report-url", mgr.URL, "--report-token", "bad", s.URL)
+	recs := jsonLines(t, r.stderr)
+	if last := recs[len(recs)-1]; r.code != 1 || last["level"] != "ERROR" || !strings.Contains(fmt.Sprint(last["msg"]), "final report") {
+		t.Errorf("exit %d, last record %v: want 1 and an ERROR about the final report", r.code, last)
+	}
+
+	for _, args := range [][]string{
+		{"--log-format=json", "--max-pages=50", "http://example.com/"},
+		{"--log-format=json", "--no-such-flag", "http://example.com/"},
+		{"--log-format", "json", "http://example.com/", "http://example.org/"},
+	} {
+		r := runInProcess(append([]string{"crawl"}, args...)...)
+		recs := jsonLines(t, r.stderr)
+		if r.code != runreport.ExitBadInput || len(recs) != 1 || recs[0]["level"] != "ERROR" {
+			t.Errorf("%q: exit %d, records %v: want exit 2 and one ERROR record", args, r.code, recs)
+		}
+	}
+	r = runInProcess("crawl", "--log-format=yaml", "http://example.com/")
+	if r.code != runreport.ExitBadInput || !strings.HasPrefix(r.stderr, "crawler: --log-format must be text or json") {
+		t.Errorf("--log-format=yaml: exit %d %q", r.code, r.stderr)
+	}
+}

@@ -15,6 +15,13 @@ const (
 	// it cannot crawl, a bad flag): running it again with the same input
 	// fails the same way, so the operator does not retry on a timer.
 	ExitBadInput = 2
+	// LogFormatFlag is the crawl command's flag choosing its log format;
+	// crawler Pods pass LogFormatJSON, so one log pipeline reads manager
+	// and crawler alike, and the operator reads the message of the last
+	// line of a failed Pod's log.
+	LogFormatFlag = "log-format"
+	LogFormatJSON = "json"
+	LogFormatText = "text"
 )
 
 // Path is the report path of run Pod pod in namespace: PathPattern filled in.

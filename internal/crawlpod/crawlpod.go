@@ -220,6 +220,8 @@ func Pod(r Run, cfg Config) *corev1.Pod {
 	name := PodName(r.Target.Name, r.Number)
 	args := []string{
 		"crawl",
+		// First, so that even a refused flag after it is logged as JSON.
+		"--" + runreport.LogFormatFlag + "=" + runreport.LogFormatJSON,
 		"--max-pages=" + strconv.Itoa(int(r.Target.Spec.MaxPagesOrDefault())),
 		"--delay=" + Delay(r.Target.Spec, cfg.MinDelay).String(),
 		"--report-url=" + ReportURL(cfg.ResultsURL, r.Target.Namespace, name),

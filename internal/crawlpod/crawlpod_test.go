@@ -109,13 +109,13 @@ func TestPodArgs(t *testing.T) {
 		{
 			name: "defaults",
 			spec: crawlv1.CrawlTargetSpec{URL: "https://example.com/"},
-			want: []string{"crawl", "--max-pages=20", "--delay=1s", "--report-url=http://results.crawl-system.svc:8083/v1/runs/web/t-crawl-3", "--timeout=29m0s", "https://example.com/"},
+			want: []string{"crawl", "--log-format=json", "--max-pages=20", "--delay=1s", "--report-url=http://results.crawl-system.svc:8083/v1/runs/web/t-crawl-3", "--timeout=29m0s", "https://example.com/"},
 		},
 		{
 			name: "delay below floor is raised",
 			spec: crawlv1.CrawlTargetSpec{URL: "http://example.com/", MaxPages: 5, Delay: &metav1.Duration{Duration: 100 * time.Millisecond}},
 			cfg:  func(c *Config) { c.MinDelay = 2 * time.Second },
-			want: []string{"crawl", "--max-pages=5", "--delay=2s", "--report-url=http://results.crawl-system.svc:8083/v1/runs/web/t-crawl-3", "--timeout=29m0s", "http://example.com/"},
+			want: []string{"crawl", "--log-format=json", "--max-pages=5", "--delay=2s", "--report-url=http://results.crawl-system.svc:8083/v1/runs/web/t-crawl-3", "--timeout=29m0s", "http://example.com/"},
 		},
 		{
 			name: "budget above promise is capped",
@@ -125,7 +125,7 @@ func TestPodArgs(t *testing.T) {
 				c.AllowPrivate = true
 				c.ActiveDeadline = 0
 			},
-			want: []string{"crawl", "--max-pages=20", "--delay=3s", "--report-url=http://results.crawl-system.svc:8083/v1/runs/web/t-crawl-3", "--user-agent=LohiSoftBot/1.0 (+message@lohisoft.com)", "--allow-private", "http://example.com/"},
+			want: []string{"crawl", "--log-format=json", "--max-pages=20", "--delay=3s", "--report-url=http://results.crawl-system.svc:8083/v1/runs/web/t-crawl-3", "--user-agent=LohiSoftBot/1.0 (+message@lohisoft.com)", "--allow-private", "http://example.com/"},
 		},
 	}
 	for _, tt := range tests {

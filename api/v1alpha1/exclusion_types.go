@@ -40,9 +40,14 @@ const (
 
 // ExclusionStatus reports what the exclusion matched and removed.
 type ExclusionStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// Conditions: Ready (True/Enforced once matching crawls are stopped and
+	// their pages purged; False/BackendUnavailable while the index backend
+	// cannot be reached, False/EnforcementFailed while a reconcile fails)
+	// and Reconciling while it is not Ready.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -34,16 +34,21 @@ type SiteIndexSpec struct {
 // IndexedPage is everything LohiSoftBot keeps of one page. There is no field
 // for body text on purpose.
 type IndexedPage struct {
+	// URL of the page, after redirects.
 	// +kubebuilder:validation:MaxLength=2048
 	URL string `json:"url"`
+	// StatusCode is the HTTP status the page was served with.
 	// +optional
 	StatusCode int32 `json:"statusCode,omitempty"`
+	// Title is the page's <title> text.
 	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Title string `json:"title,omitempty"`
+	// Description is the page's <meta name="description"> content.
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Description string `json:"description,omitempty"`
+	// Headings are the page's h1, h2 and h3 texts.
 	// +optional
 	Headings Headings `json:"headings,omitempty"`
 	// InboundAnchors are texts of links pointing to this page.
@@ -51,20 +56,24 @@ type IndexedPage struct {
 	// +kubebuilder:validation:items:MaxLength=256
 	// +optional
 	InboundAnchors []string `json:"inboundAnchors,omitempty"`
+	// FetchedAt is when the page was fetched.
 	// +optional
 	FetchedAt *metav1.Time `json:"fetchedAt,omitempty"`
 }
 
 // Headings are a page's h1–h3 texts in document order.
 type Headings struct {
+	// H1 are the texts of the page's <h1> elements.
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=256
 	// +optional
 	H1 []string `json:"h1,omitempty"`
+	// H2 are the texts of the page's <h2> elements.
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=256
 	// +optional
 	H2 []string `json:"h2,omitempty"`
+	// H3 are the texts of the page's <h3> elements.
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=256
 	// +optional
@@ -75,8 +84,10 @@ type Headings struct {
 // used for it. The search index adds those texts to the linked page, which
 // is how a site's pages learn what other sites call them.
 type OffSiteLink struct {
+	// URL is the linked page on the other site.
 	// +kubebuilder:validation:MaxLength=2048
 	URL string `json:"url"`
+	// Anchors are the texts of the links to URL on this site.
 	// +kubebuilder:validation:MaxItems=4
 	// +kubebuilder:validation:items:MaxLength=256
 	// +optional
@@ -88,12 +99,14 @@ type RobotsStatus struct {
 	// StatusCode of robots.txt; 0 when it could not be fetched.
 	// +optional
 	StatusCode int32 `json:"statusCode,omitempty"`
+	// FetchedAt is when robots.txt was fetched.
 	// +optional
 	FetchedAt *metav1.Time `json:"fetchedAt,omitempty"`
 }
 
 // IndexStats summarises a crawl.
 type IndexStats struct {
+	// Pages is how many pages the crawl indexed.
 	// +optional
 	Pages int32 `json:"pages,omitempty"`
 	// Skipped counts URLs found but not indexed (robots.txt, noindex, budget, errors).
@@ -104,16 +117,20 @@ type IndexStats struct {
 // CrawlProgress follows a recrawl while it runs, leaving the pages of the
 // last complete crawl in place until the new one delivers its result.
 type CrawlProgress struct {
+	// Run is the crawler Pod of the recrawl.
 	// +kubebuilder:validation:MaxLength=253
 	Run string `json:"run"`
 	// Pages is how many pages the run has indexed so far.
 	Pages int32 `json:"pages"`
+	// UpdatedAt is when the run last reported progress.
 	// +optional
 	UpdatedAt *metav1.Time `json:"updatedAt,omitempty"`
 }
 
 // SiteIndexStatus is what the latest crawl of the site found.
 type SiteIndexStatus struct {
+	// Pages are the pages of the last complete crawl (of the running one
+	// during a first crawl): at most 20, never their body text.
 	// +kubebuilder:validation:MaxItems=20
 	// +optional
 	Pages []IndexedPage `json:"pages,omitempty"`
@@ -121,11 +138,13 @@ type SiteIndexStatus struct {
 	// +kubebuilder:validation:MaxItems=50
 	// +optional
 	OffSiteLinks []OffSiteLink `json:"offSiteLinks,omitempty"`
+	// Robots is how the site answered for robots.txt.
 	// +optional
 	Robots *RobotsStatus `json:"robots,omitempty"`
 	// CrawledAt is when the crawl that produced Pages finished.
 	// +optional
 	CrawledAt *metav1.Time `json:"crawledAt,omitempty"`
+	// Stats counts the pages indexed and the URLs skipped.
 	// +optional
 	Stats IndexStats `json:"stats,omitempty"`
 	// Run is the crawler Pod that wrote this status.

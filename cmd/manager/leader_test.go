@@ -42,6 +42,7 @@ func startReplica(t *testing.T, name string, args ...string) *replica {
 		"--metrics-bind-address=" + r.metricsAddr,
 		"--health-probe-bind-address=" + freeAddr(t), "--results-bind-address=" + freeAddr(t), "--index-bind-address=" + freeAddr(t),
 		"--crawler-image=crawler:test", "--storage=sqlite://" + filepath.Join(t.TempDir(), "index.db"), "--egress-check-interval=1h",
+		"--manager-namespace=crawl-system",
 	}, args...)...)
 	r.cmd.Env = append(os.Environ(), runManagerEnv+"=1", "KUBECONFIG="+writeKubeconfig(t))
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile

@@ -13,7 +13,7 @@ import (
 
 // confined are the namespaced resources namespaced mode grants per
 // namespace only; the ClusterRole keeps the cluster-scoped ones.
-var confined = []string{"pods", "secrets", "crawltargets", "siteindexes"}
+var confined = []string{"pods", "secrets", "crawltargets", "siteindexes", "networkpolicies"}
 
 func isConfined(resource string) bool {
 	for _, r := range confined {

@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -78,8 +82,24 @@ func TestConfigRBACGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 	// Two crawls of a site to their end.
 	ct := createTarget(t, ns, "site", "https://rbac-exact.example/")
 	crawl(t, op, ct, 1, "https://rbac-exact.example", 2)
+	// Someone loosens the crawler NetworkPolicy by hand: the next crawl
+	// starts only after the operator has put it back.
+	np := &networkingv1.NetworkPolicy{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: crawlpod.NetworkPolicyName}, np); err != nil {
+		t.Fatal(err)
+	}
+	np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+	if err := k8s.Update(ctx, np); err != nil {
+		t.Fatal(err)
+	}
 	requestCrawl(t, ct, "second")
 	crawl(t, op, ct, 2, "https://rbac-exact.example", 3)
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
+		t.Fatal(err)
+	}
+	if len(np.Spec.PolicyTypes) != 2 {
+		t.Errorf("the loosened NetworkPolicy was not put back: policyTypes %v", np.Spec.PolicyTypes)
+	}
 
 	// A third crawl, stopped by moving spec.url: its Pod and token go, the
 	// SiteIndex is updated to the new site, which is crawled at once.

@@ -83,6 +83,9 @@ func startOperator(t *testing.T, cfg *rest.Config, opts operatorOptions) *runnin
 		LeaderElect: true, LeaderElectionNamespace: opts.leaseNS, WatchNamespaces: opts.namespaces}
 	o.Pod.Image = "crawler:test"
 	o.Pod.ResultsURL = "http://results.test:8083"
+	// The crawler NetworkPolicy is on, as shipped: its verbs are checked too.
+	o.NetworkPolicy.ManagerNamespace = testenv.ManagerNamespace
+	o.NetworkPolicy.ResultsPort = 8083
 	o.Index.Storage = "sqlite://" + filepath.Join(t.TempDir(), "index.db")
 	o.Index.BindAddress = "127.0.0.1:0"
 	o.Index.DNSServer = dnstest.Start(t, dnstest.Zone{}).Addr

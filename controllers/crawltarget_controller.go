@@ -31,6 +31,7 @@ import (
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/egress"
 	"github.com/lohisoft/crawl-operator/internal/site"
+	"github.com/lohisoft/crawl-operator/internal/watchns"
 )
 
 const (
@@ -64,6 +65,9 @@ type CrawlTargetReconciler struct {
 	// NetworkPolicy, when enabled, is ensured in a namespace before a
 	// crawler Pod starts there.
 	NetworkPolicy crawlpod.NetworkPolicyConfig
+	// Namespaces are the namespaces the manager watches (empty: all); the
+	// fleet is counted from the crawler Pods there.
+	Namespaces watchns.Namespaces
 }
 
 // targetScope is what the steps of one reconcile share.
@@ -98,14 +102,20 @@ func (s *targetScope) requeueAfter(d time.Duration) {
 // state is settled for this round.
 type step func(ctx context.Context, s *targetScope) (done bool, err error)
 
-// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=crawltargets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=crawltargets/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=siteindexes,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=siteindexes/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=exclusions,verbs=get;list;watch
+// The RBAC markers name exactly the verbs this reconciler's calls need
+// (test/rbac fails on one more or one less). Reads through the cache need
+// list and watch; get is only for reads from the API server (APIReader).
+// Statuses are patched, never updated. Secrets are created and deleted,
+// never read.
+//
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=crawltargets,verbs=list;watch
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=crawltargets/status,verbs=patch
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=siteindexes,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=siteindexes/status,verbs=patch
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=exclusions,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;delete
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs the steps in order and patches the status once at the end.
@@ -408,19 +418,12 @@ func (r *CrawlTargetReconciler) currentPod(ctx context.Context, ct *crawlv1.Craw
 			return &pods[i], nil
 		}
 	}
-	pod := &corev1.Pod{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ct.Namespace, Name: name}, pod)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get crawler Pod %s: %w", name, err)
-	}
-	if !metav1.IsControlledBy(pod, ct) {
+	pod, err := r.runPod(ctx, ct, name)
+	if errors.Is(err, errForeignPod) {
 		// A Pod of a deleted namesake: not this target's run.
 		return nil, nil
 	}
-	return pod, nil
+	return pod, err
 }
 
 // recordSuccess records a run whose Pod succeeded, or whose final result
@@ -589,28 +592,27 @@ func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, n
 	if err := r.ensureNetworkPolicy(ctx, s.ct.Namespace); err != nil {
 		return err
 	}
-	token, err := r.runToken(ctx, run)
+	token, existing, err := r.runToken(ctx, run)
 	if err != nil {
 		return err
+	}
+	if existing != nil {
+		r.adoptExisting(s, existing)
+		return nil
 	}
 	run.TokenSHA256 = crawlpod.TokenSHA256(token)
 	pod := crawlpod.Pod(run, r.Pod)
 	err = r.Create(ctx, pod)
 	if apierrors.IsAlreadyExists(err) {
 		// A previous attempt created it: adopt it if it is this target's.
-		existing := &corev1.Pod{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), existing); err != nil {
-			return fmt.Errorf("get crawler Pod %s: %w", pod.Name, err)
+		existing, err := r.runPod(ctx, s.ct, pod.Name)
+		if err != nil {
+			return err
 		}
-		if ref := metav1.GetControllerOf(existing); ref == nil || ref.UID != s.ct.UID {
-			return fmt.Errorf("pod %s exists and does not belong to this CrawlTarget", pod.Name)
+		if existing == nil {
+			return fmt.Errorf("crawler Pod %s was deleted while it was being created; retrying", pod.Name)
 		}
-		adoptRun(st, existing)
-		if crawlpod.Finished(existing) {
-			s.requeueAfter(conflictRequeue)
-		} else {
-			s.active = existing
-		}
+		r.adoptExisting(s, existing)
 		return nil
 	}
 	if err != nil {
@@ -638,26 +640,89 @@ func adoptRun(st *crawlv1.CrawlTargetStatus, pod *corev1.Pod) {
 	st.NextCrawlTime = nil
 }
 
-// runToken creates the run's Secret with a fresh token, or reads the token
-// back when a previous attempt already created it.
-func (r *CrawlTargetReconciler) runToken(ctx context.Context, run crawlpod.Run) (string, error) {
-	token, _, err := crawlpod.NewToken()
+// adoptExisting makes a run Pod that an earlier attempt created the
+// target's current run; a finished one is recorded by the next reconcile.
+func (r *CrawlTargetReconciler) adoptExisting(s *targetScope, pod *corev1.Pod) {
+	adoptRun(&s.ct.Status, pod)
+	if crawlpod.Finished(pod) {
+		s.requeueAfter(conflictRequeue)
+	} else {
+		s.active = pod
+	}
+}
+
+// errForeignPod says that a run's Pod name is taken by a Pod the target
+// does not control.
+var errForeignPod = errors.New("exists and does not belong to this CrawlTarget")
+
+// runPod reads the Pod of a run from the API server: nil when there is
+// none, errForeignPod when the name is taken by a Pod that is not the
+// target's.
+func (r *CrawlTargetReconciler) runPod(ctx context.Context, ct *crawlv1.CrawlTarget, name string) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ct.Namespace, Name: name}, pod)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
 	if err != nil {
-		return "", err
+		return nil, fmt.Errorf("get crawler Pod %s: %w", name, err)
+	}
+	if !metav1.IsControlledBy(pod, ct) {
+		return nil, fmt.Errorf("pod %s %w", name, errForeignPod)
+	}
+	return pod, nil
+}
+
+// runToken creates the run's Secret with a fresh token and returns the
+// token. The manager never reads a Secret (its RBAC grants Secrets create
+// and delete only, so it cannot read anyone's), which leaves one case to
+// settle without reading: the Secret exists already, because an earlier
+// attempt created it and then crashed or lost its status patch.
+//
+//   - If that attempt created the run's Pod too, the run goes on: the Pod
+//     is returned for adoption and needs no token from here (it reads its
+//     Secret itself; the results endpoint checks the hash on the Pod).
+//   - If not, no Pod has ever read the Secret, so its token is worth
+//     nothing: the stale Secret is deleted and created again with a new
+//     token. The Pod is created after this, with the new token's hash.
+//
+// Deriving the token instead (an HMAC of the run's identity under a key
+// the manager holds) would also avoid the read, but every replica would
+// then need the same key without reading a Secret, and a leaked key would
+// open every run at once; a random token per run has nothing to share.
+//
+// Only this reconciler creates run Pods and Secrets, one reconcile of a
+// target at a time, so no Pod can appear between the check and the
+// delete. A Secret of that name that is not the operator's is deleted
+// too, but only while no Pod of that name exists: the names are the
+// target's own (<target>-crawl-<n>-token), and a live run's Secret always
+// has its Pod.
+func (r *CrawlTargetReconciler) runToken(ctx context.Context, run crawlpod.Run) (token string, existing *corev1.Pod, err error) {
+	token, _, err = crawlpod.NewToken()
+	if err != nil {
+		return "", nil, err
 	}
 	secret := crawlpod.TokenSecret(run, token)
 	err = r.Create(ctx, secret)
-	if err == nil {
-		return token, nil
-	}
 	if !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("create run token Secret: %w", err)
+		if err != nil {
+			return "", nil, fmt.Errorf("create run token Secret: %w", err)
+		}
+		return token, nil, nil
 	}
-	existing := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
-		return "", fmt.Errorf("get run token Secret: %w", err)
+	pod, err := r.runPod(ctx, run.Target, crawlpod.PodName(run.Target.Name, run.Number))
+	if err != nil || pod != nil {
+		return "", pod, err
 	}
-	return string(existing.Data[crawlpod.TokenKey]), nil
+	stale := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secret.Namespace, Name: secret.Name}}
+	if err := r.Delete(ctx, stale); client.IgnoreNotFound(err) != nil {
+		return "", nil, fmt.Errorf("delete stale run token Secret: %w", err)
+	}
+	if err := r.Create(ctx, secret); err != nil {
+		return "", nil, fmt.Errorf("create run token Secret after deleting a stale one: %w", err)
+	}
+	log.FromContext(ctx).Info("replaced a stale run token Secret left by an interrupted start", "secret", secret.Name)
+	return token, nil, nil
 }
 
 // fleetLoad is what every crawler Pod in the cluster occupies right now.
@@ -668,24 +733,32 @@ type fleetLoad struct {
 }
 
 // fleet reads crawler Pods from the API server, not the cache: two targets
-// of one host reconciled back to back must see each other's Pods.
+// of one host reconciled back to back must see each other's Pods. In
+// namespaced mode it lists each watched namespace, all the manager's RBAC
+// lets it read; crawls that other managers run elsewhere are not counted.
 func (r *CrawlTargetReconciler) fleet(ctx context.Context) (fleetLoad, error) {
-	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.MatchingLabels{
-		crawlpod.LabelName: crawlpod.NameValue, crawlpod.LabelManagedBy: crawlpod.ManagedByValue,
-	}); err != nil {
-		return fleetLoad{}, fmt.Errorf("list crawler Pods: %w", err)
+	namespaces := []string{metav1.NamespaceAll}
+	if !r.Namespaces.All() {
+		namespaces = r.Namespaces
 	}
 	f := fleetLoad{perNode: map[string]int{}, busyHosts: map[string]string{}, byTarget: map[types.UID]*corev1.Pod{}}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if crawlpod.Finished(p) {
-			continue
+	for _, ns := range namespaces {
+		var pods corev1.PodList
+		if err := r.APIReader.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{
+			crawlpod.LabelName: crawlpod.NameValue, crawlpod.LabelManagedBy: crawlpod.ManagedByValue,
+		}); err != nil {
+			return fleetLoad{}, fmt.Errorf("list crawler Pods: %w", err)
 		}
-		// Terminating Pods still hold their slot and their host.
-		f.perNode[p.Annotations[crawlpod.AnnotationEgressNode]]++
-		f.busyHosts[p.Labels[crawlpod.LabelHostHash]] = p.Namespace + "/" + p.Name
-		f.byTarget[types.UID(p.Labels[crawlpod.LabelTargetUID])] = p
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if crawlpod.Finished(p) {
+				continue
+			}
+			// Terminating Pods still hold their slot and their host.
+			f.perNode[p.Annotations[crawlpod.AnnotationEgressNode]]++
+			f.busyHosts[p.Labels[crawlpod.LabelHostHash]] = p.Namespace + "/" + p.Name
+			f.byTarget[types.UID(p.Labels[crawlpod.LabelTargetUID])] = p
+		}
 	}
 	return f, nil
 }

@@ -609,3 +609,80 @@ func TestURLChangeStartsOver(t *testing.T) {
 		t.Errorf("old site's results kept: %+v", got.Status)
 	}
 }
+
+// A crash between creating a run's token Secret and its Pod leaves the
+// Secret behind. The manager cannot read Secrets, so it does not reuse the
+// token: with no Pod of the run there, it deletes the stale Secret and
+// starts the run with a new one, and the stale token opens nothing.
+func TestStaleTokenSecretIsReplaced(t *testing.T) {
+	createEgressNode(t, "egress-stale", "79.139.58.98")
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "stale", "https://stale-token.example.com/")
+	ct = getTarget(t, ct)
+	podName := crawlpod.PodName(ct.Name, 1)
+	const staleToken = "stale-token-of-an-interrupted-start"
+	stale := crawlpod.TokenSecret(crawlpod.Run{Target: ct, Number: 1}, staleToken)
+	if err := k8s.Create(context.Background(), stale); err != nil {
+		t.Fatal(err)
+	}
+
+	op := startOperator(t, operatorOptions{})
+	pod := waitPod(t, ct, 1)
+	if crawlpod.TokenMatches(pod, staleToken) {
+		t.Fatal("the run took the stale Secret's token")
+	}
+	secret := &corev1.Secret{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: crawlpod.SecretName(podName)}, secret); err != nil {
+		t.Fatal(err)
+	}
+	if secret.UID == stale.UID {
+		t.Error("the stale Secret was kept")
+	}
+	if token := string(secret.Data[crawlpod.TokenKey]); !crawlpod.TokenMatches(pod, token) {
+		t.Errorf("the Pod's token hash does not match its Secret's token %q", token)
+	}
+	setPodPhase(t, pod, corev1.PodRunning, 0)
+	if code, _ := postReport(t, op, pod, staleToken, runreport.Report{Result: runreport.Crawl{Pages: pages("https://stale-token.example.com", 1)}}); code != http.StatusForbidden {
+		t.Errorf("report with the stale token: HTTP %d, want 403", code)
+	}
+	finishCrawl(t, op, pod, "https://stale-token.example.com", 2)
+	waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled)
+	podCountStays(t, ct, 1, time.Second, "one crawler Pod")
+}
+
+// A crash after creating a run's Secret and Pod, with the status patch
+// lost, while the Pod has already finished: the next start finds the
+// Secret, then the Pod, and adopts the finished run instead of starting
+// another; its delivered result counts.
+func TestFinishedRunWithLostStatusIsAdopted(t *testing.T) {
+	createEgressNode(t, "egress-finished-adopt", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "finished-adopt", "https://finished-adopt.example.com/")
+	pod := waitPod(t, ct, 1)
+	setPodPhase(t, pod, corev1.PodRunning, 0)
+	token := runToken(t, pod)
+	final := runreport.Report{Final: true, Result: runreport.Crawl{Pages: pages("https://finished-adopt.example.com", 3)}}
+	if code, body := postReport(t, op, pod, token, final); code != http.StatusOK {
+		t.Fatalf("final report: %d %s", code, body)
+	}
+	op.Stop()
+	// The Pod finished while no manager ran, and the run was never
+	// recorded: as if the status patch after creating it had not landed.
+	setPodPhase(t, pod, corev1.PodSucceeded, 0)
+	lost := getTarget(t, ct)
+	lost.Status.Runs, lost.Status.EgressNode, lost.Status.EgressIP = 0, "", ""
+	if err := k8s.Status().Update(context.Background(), lost); err != nil {
+		t.Fatal(err)
+	}
+
+	startOperator(t, operatorOptions{})
+	got := waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled)
+	if got.Status.Runs != 1 || got.Status.PagesIndexed != 3 {
+		t.Errorf("status = runs %d, pages %d; want the adopted run 1 with 3 pages", got.Status.Runs, got.Status.PagesIndexed)
+	}
+	podCountStays(t, ct, 1, time.Second, "no second crawl")
+	eventually(t, "token Secret deleted with the run", func() error {
+		return isNotFound(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: crawlpod.SecretName(pod.Name)}, &corev1.Secret{}))
+	})
+}

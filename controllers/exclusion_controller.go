@@ -21,6 +21,7 @@ import (
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/internal/site"
+	"github.com/lohisoft/crawl-operator/internal/watchns"
 )
 
 // PagePurger removes every page whose host is domain or below it from the
@@ -46,6 +47,8 @@ type ExclusionReconciler struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Purger    PagePurger
+	// Namespaces are the namespaces the manager watches (empty: all).
+	Namespaces watchns.Namespaces
 }
 
 // exclusionScope is what the steps of one Exclusion reconcile share.
@@ -71,7 +74,13 @@ type exclusionScope struct {
 func (s *exclusionScope) onCommit(f func()) { s.committed = append(s.committed, f) }
 
 // +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=exclusions,verbs=get;list;watch
-// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=exclusions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=exclusions/status,verbs=patch
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=crawltargets,verbs=list;watch
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=siteindexes,verbs=list;watch
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=siteindexes/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile matches, stops, purges, and patches the status once.
 func (r *ExclusionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
@@ -225,6 +234,12 @@ func (r *ExclusionReconciler) purgePages(ctx context.Context, s *exclusionScope)
 	for source, n := range removed {
 		ns, name, ok := strings.Cut(source, "/")
 		if !ok || n == 0 {
+			continue
+		}
+		if !r.Namespaces.Has(ns) {
+			// Rows of a namespace the manager does not watch (any more):
+			// no SiteIndex of ours will count them.
+			orphans += n
 			continue
 		}
 		err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &crawlv1.SiteIndex{})

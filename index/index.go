@@ -33,6 +33,7 @@ import (
 	"github.com/lohisoft/crawl-operator/index/syncer"
 	"github.com/lohisoft/crawl-operator/internal/egress"
 	"github.com/lohisoft/crawl-operator/internal/httpserver"
+	"github.com/lohisoft/crawl-operator/internal/watchns"
 )
 
 // Defaults of Options.
@@ -67,6 +68,10 @@ type Options struct {
 	DNSServer string
 	// CheckInterval is the time between self-checks of a node.
 	CheckInterval time.Duration
+	// Namespaces are the namespaces the manager watches (empty: all): the
+	// index holds their SiteIndexes only. Not a flag of its own; the
+	// operator sets it from --watch-namespaces.
+	Namespaces watchns.Namespaces
 }
 
 // DefaultOptions are the manager's flag defaults.
@@ -133,7 +138,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 	st := backend.New(kind, func(ctx context.Context) (store.Store, error) { return OpenStore(ctx, dsn) })
 	ix := &Index{
 		backend: st,
-		syncer:  &syncer.Syncer{Client: mgr.GetClient(), Store: st, Backend: st},
+		syncer:  &syncer.Syncer{Client: mgr.GetClient(), Store: st, Backend: st, Namespaces: opts.Namespaces},
 		checker: &fcrdns.Checker{
 			Client:   mgr.GetClient(),
 			Resolver: verify.ResolverFor(opts.DNSServer),

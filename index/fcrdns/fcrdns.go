@@ -95,7 +95,7 @@ type Checker struct {
 	warned map[string]time.Time
 }
 
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager checks each egress node when it appears, when its

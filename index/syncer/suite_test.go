@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -23,6 +24,7 @@ import (
 	"github.com/lohisoft/crawl-operator/index/store/sqlite"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
+	"github.com/lohisoft/crawl-operator/internal/watchns"
 )
 
 // The suite runs one kube-apiserver and etcd (envtest) and, per test,
@@ -45,26 +47,30 @@ type manager struct {
 	stop   func()
 }
 
-func startManager(t *testing.T, st store.Store, withExclusions bool) *manager {
+// startManager starts a manager watching namespaces (none: all).
+func startManager(t *testing.T, st store.Store, withExclusions bool, namespaces ...string) *manager {
 	t.Helper()
+	watched := watchns.Namespaces(namespaces)
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:      cache.Options{DefaultNamespaces: watched.Cache()},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Syncer{Client: mgr.GetClient(), Store: st}
+	s := &Syncer{Client: mgr.GetClient(), Store: st, Namespaces: watched}
 	if err := s.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if withExclusions {
 		if err := (&controllers.ExclusionReconciler{
-			Client:    mgr.GetClient(),
-			APIReader: mgr.GetAPIReader(),
-			Recorder:  mgr.GetEventRecorder("exclusion-controller"),
-			Purger:    s,
+			Client:     mgr.GetClient(),
+			APIReader:  mgr.GetAPIReader(),
+			Recorder:   mgr.GetEventRecorder("exclusion-controller"),
+			Purger:     s,
+			Namespaces: watched,
 		}).SetupWithManager(mgr); err != nil {
 			t.Fatal(err)
 		}

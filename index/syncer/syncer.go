@@ -29,6 +29,7 @@ import (
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/internal/site"
+	"github.com/lohisoft/crawl-operator/internal/watchns"
 )
 
 // sweepRetry is the pause between attempts of the start-up sweep while the
@@ -62,6 +63,10 @@ type Syncer struct {
 	Store  store.Store
 	// Backend, when set, says when an unreachable backend is back.
 	Backend Availability
+	// Namespaces are the namespaces the manager watches (empty: all). The
+	// index holds the SiteIndexes of those only: rows of any other
+	// namespace (left from before the manager was confined) are removed.
+	Namespaces watchns.Namespaces
 
 	// pending are SiteIndexes whose latest state is not in the backend,
 	// with the time of their first failed write.
@@ -80,8 +85,9 @@ type Syncer struct {
 	sweep chan event.TypedGenericEvent[client.Object]
 }
 
-// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=siteindexes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=exclusions,verbs=get;list;watch
+// Reads through the cache only: list and watch.
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=siteindexes,verbs=list;watch
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=exclusions,verbs=list;watch
 
 // SetupWithManager registers the controller and the start-up sweep.
 func (s *Syncer) SetupWithManager(mgr ctrl.Manager) error {
@@ -156,6 +162,9 @@ func (s *Syncer) retryPending() {
 
 func (s *Syncer) sync(ctx context.Context, req ctrl.Request) error {
 	source := SourceOf(req.Namespace, req.Name)
+	if !s.Namespaces.Has(req.Namespace) {
+		return s.remove(ctx, source, "namespace not watched")
+	}
 	si := &crawlv1.SiteIndex{}
 	err := s.Client.Get(ctx, req.NamespacedName, si)
 	if apierrors.IsNotFound(err) || (err == nil && !si.DeletionTimestamp.IsZero()) {

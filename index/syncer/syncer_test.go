@@ -220,3 +220,46 @@ func TestExcludedSiteIsNeverWrittenBack(t *testing.T) {
 	}
 	eventually(t, "rows back once the Exclusion is gone", searchFor(st, "shearwater", "https://www."+domain+"/", "https://www."+domain+"/2"))
 }
+
+// In namespaced mode the index holds the watched namespaces' SiteIndexes
+// only: rows written from another namespace (before the manager was
+// confined) are removed at start, and an Exclusion counts such rows as
+// purged instead of failing on a namespace it may not read.
+func TestNamespacedModeIndexesWatchedNamespacesOnly(t *testing.T) {
+	st := openStore(t)
+	m := startManager(t, st, false)
+	in, out := namespace(t), namespace(t)
+	createSiteIndex(t, in, "a", "https://in.example:443", map[string]string{"/": "Puffin"})
+	createSiteIndex(t, out, "b", "https://out.example:443", map[string]string{"/": "Puffin"})
+	eventually(t, "both indexed", searchFor(st, "puffin", "https://in.example/", "https://out.example/"))
+	m.stop()
+
+	startManager(t, st, true, in)
+	eventually(t, "the unwatched namespace's rows removed", searchFor(st, "puffin", "https://in.example/"))
+
+	// Rows of an unwatched namespace that arrive later (another writer of
+	// the same backend) and fall under an Exclusion.
+	domain := uniqueDomain()
+	doc := store.SiteDoc{Source: SourceOf(out, "late"), Site: "https://" + domain + ":443", CrawledAt: time.Now(),
+		Pages: []store.Page{{URL: "https://" + domain + "/", StatusCode: 200, Title: "Guillemot", FetchedAt: time.Now()}}}
+	if err := st.ReplaceSite(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "ex-"},
+		Spec: crawlv1.ExclusionSpec{Domain: domain, Reason: "test"}}
+	if err := k8s.Create(ctx, ex); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k8s.Delete(ctx, ex) })
+	eventually(t, "Exclusion enforced, the unwatched rows counted", func() error {
+		got := &crawlv1.Exclusion{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex), got); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, crawlv1.ConditionReady) || got.Status.PurgedPages != 1 {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		return nil
+	})
+	eventually(t, "excluded rows gone", hostGone(st, domain))
+}

@@ -32,6 +32,7 @@ import (
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/httpserver"
 	"github.com/lohisoft/crawl-operator/internal/reportendpoint"
+	"github.com/lohisoft/crawl-operator/internal/watchns"
 )
 
 // Options configure the whole operator.
@@ -65,6 +66,10 @@ type ManagerOptions struct {
 	ResultsAddr             string
 	LeaderElect             bool
 	LeaderElectionNamespace string
+	// WatchNamespaces confines the manager to these namespaces (empty:
+	// all): its cache, the crawls it starts and counts, the results it
+	// takes and the index. Nodes and Exclusions stay cluster-wide.
+	WatchNamespaces watchns.Namespaces
 }
 
 // Defaults are the manager's flag defaults.
@@ -96,6 +101,7 @@ func (m *ManagerOptions) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&m.ResultsAddr, "results-bind-address", m.ResultsAddr, "Address the results endpoint for crawler Pods binds to.")
 	fs.BoolVar(&m.LeaderElect, "leader-elect", m.LeaderElect, "Enable leader election, so only one manager reconciles at a time.")
 	fs.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", m.LeaderElectionNamespace, "Namespace of the leader election Lease (default: the manager's namespace).")
+	fs.Var(&m.WatchNamespaces, "watch-namespaces", "Comma-separated namespaces the manager works in: their CrawlTargets, SiteIndexes, crawler Pods and run Secrets (default: every namespace).")
 }
 
 // The manager authenticates and authorizes metrics scrapes through the API
@@ -125,6 +131,9 @@ func (m ManagerOptions) metricsServer() metricsserver.Options {
 func (o Options) Validate() error {
 	if o.MaxCrawlsPerNode < 1 {
 		return errors.New("--max-crawls-per-node must be at least 1")
+	}
+	if err := o.Manager.WatchNamespaces.Validate(); err != nil {
+		return err
 	}
 	if err := o.Pod.Validate(); err != nil {
 		return err
@@ -185,10 +194,13 @@ func New(cfg *rest.Config, o Options, adjust ...func(*ctrl.Options)) (*Operator,
 		return nil, err
 	}
 	o.NetworkPolicy = np
+	o.Index.Namespaces = o.Manager.WatchNamespaces
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
 
+	cacheOpts := controllers.CacheOptions(o.Index.Egress.Selector)
+	cacheOpts.DefaultNamespaces = o.Manager.WatchNamespaces.Cache()
 	mgrOpts := ctrl.Options{
 		Scheme:                  Scheme(),
 		Metrics:                 o.Manager.metricsServer(),
@@ -200,8 +212,11 @@ func New(cfg *rest.Config, o Options, adjust ...func(*ctrl.Options)) (*Operator,
 		// stopped) instead of letting it expire, so a rollout leaves no
 		// 15 s without a leader. Safe: cmd/manager exits once Start returns.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controllers.CacheOptions(o.Index.Egress.Selector),
-		// Secrets are read only through the API reader, never cached.
+		Cache:                         cacheOpts,
+		// The manager never reads a Secret (its RBAC grants create and
+		// delete only). Should a read ever be added, it goes to the API
+		// server and is refused, instead of starting an informer that
+		// would list and watch every Secret in the cluster.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 	}
 	for _, f := range adjust {
@@ -236,23 +251,26 @@ func (op *Operator) wire(o Options) error {
 		MaxCrawlsPerNode: o.MaxCrawlsPerNode,
 		Egress:           op.Index.EgressPolicy(),
 		NetworkPolicy:    o.NetworkPolicy,
+		Namespaces:       o.Manager.WatchNamespaces,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up CrawlTarget controller: %w", err)
 	}
 	if err := (&controllers.ExclusionReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("exclusion-controller"),
-		Purger:    op.Index,
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder("exclusion-controller"),
+		Purger:     op.Index,
+		Namespaces: o.Manager.WatchNamespaces,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up Exclusion controller: %w", err)
 	}
 	controllers.RegisterMetrics(mgr.GetClient(), mgr.Elected())
 
 	op.Results = &reportendpoint.Server{
-		Client: mgr.GetClient(),
-		Reader: mgr.GetAPIReader(),
-		Clock:  o.Clock,
+		Client:     mgr.GetClient(),
+		Reader:     mgr.GetAPIReader(),
+		Clock:      o.Clock,
+		Namespaces: o.Manager.WatchNamespaces,
 		Excluded: func(ctx context.Context, host string) (bool, error) {
 			return controllers.Excluded(ctx, mgr.GetClient(), host)
 		},

@@ -50,8 +50,12 @@ func checkNames(ns, name string) error {
 // a moment ago), and "not found" is then remembered for negativeTTL; with
 // cacheOnly it is not asked at all. fromAPI says whether pod was read from
 // the API server; a Pod found in the cache must be read again before it is
-// trusted to be live.
+// trusted to be live. A namespace the manager does not watch holds no run
+// of its: nothing is looked up.
 func (s *Server) lookupRun(ctx context.Context, key client.ObjectKey, token string, cacheOnly bool) (pod *corev1.Pod, fromAPI bool, err error) {
+	if !s.Namespaces.Has(key.Namespace) {
+		return nil, false, errUnknownRun
+	}
 	pod = &corev1.Pod{}
 	cached := s.Client != nil && s.Reader != nil
 	if cached {

@@ -25,11 +25,23 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/site"
+	"github.com/lohisoft/crawl-operator/internal/watchns"
 )
 
 // DefaultMaxBody bounds one report: the crawler trims every document to
 // runreport.MaxDocumentBytes, so anything bigger is a broken or hostile crawler.
 const DefaultMaxBody = runreport.MaxReportBytes
+
+// The results endpoint reads crawler Pods through the manager's cache and
+// again from the API server, the run's CrawlTarget and SiteIndex from the
+// API server, and patches the SiteIndex status. Excluded reads Exclusions
+// through the cache.
+//
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=crawltargets,verbs=get
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=siteindexes,verbs=get
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=siteindexes/status,verbs=patch
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=exclusions,verbs=list;watch
 
 // Server serves POST /v1/runs/{namespace}/{pod}.
 type Server struct {
@@ -43,6 +55,10 @@ type Server struct {
 	// Excluded reports whether a host is covered by an Exclusion; reports of
 	// excluded sites are refused so nothing purged comes back.
 	Excluded func(ctx context.Context, host string) (bool, error)
+	// Namespaces are the namespaces the manager watches (empty: all). A
+	// run in any other namespace is unknown: the manager's cache does not
+	// hold it and its RBAC may not let it read there.
+	Namespaces watchns.Namespaces
 	// FailureRate and FailureBurst limit failed requests (malformed names,
 	// missing or wrong tokens) per source address; beyond them a source
 	// gets 429 with Retry-After. Zero takes DefaultFailureRate and

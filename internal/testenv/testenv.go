@@ -1,9 +1,12 @@
 // Package testenv starts the envtest control plane (kube-apiserver and etcd
-// from bin/k8s) for the test suites. Without the binaries it fails loudly
-// and says how to build them: tests never download anything.
+// from bin/k8s) for the test suites, with config/rbac applied and the
+// managers' requests in an audit log, so every suite's manager runs with
+// exactly the RBAC that ships. Without the binaries it fails loudly and says
+// how to build them: tests never download anything.
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -68,33 +71,78 @@ func SetLogger() {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(level)))
 }
 
-// Run starts the control plane with the CRDs of the repository at root,
-// stores its config in *cfg and a client in *c, runs the tests and stops
-// it. It returns the exit code for os.Exit.
-func Run(m *testing.M, root string, cfg **rest.Config, c *client.Client) int {
+// Env is the running control plane of a test package.
+type Env struct {
+	env *envtest.Environment
+	// Admin is a client config with every permission (system:masters).
+	Admin    *rest.Config
+	auditLog string
+}
+
+var current *Env
+
+// Current is the control plane Run started for this test package.
+func Current() *Env { return current }
+
+// Run starts the control plane with the CRDs of the repository at root and
+// config/rbac applied, stores in *managerCfg the config of the manager's
+// ServiceAccount (bound by config/rbac only, see ManagerServiceAccount) and
+// in *c a client with every permission, runs the tests and stops it. Every
+// manager a suite starts with *managerCfg runs with exactly the RBAC that
+// ships; when the tests are done, any manager request RBAC refused fails
+// the suite. It returns the exit code for os.Exit.
+func Run(m *testing.M, root string, managerCfg **rest.Config, c *client.Client) int {
 	SetLogger()
 	assets, err := Assets(root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	dir, err := os.MkdirTemp("", "crawl-operator-envtest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
 	}
-	if *cfg, err = env.Start(); err != nil {
+	e := &Env{env: env}
+	if e.auditLog, err = configureAudit(env, dir); err != nil {
+		fmt.Fprintln(os.Stderr, "audit log:", err)
+		return 1
+	}
+	if e.Admin, err = env.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "start envtest:", err)
 		return 1
 	}
+	current = e
 	code := 1
-	if *c, err = client.New(*cfg, client.Options{Scheme: Scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, "client:", err)
+	if err := e.setUp(root, managerCfg, c); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 	} else {
 		code = m.Run()
+		if err := e.checkRefused(); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL:", err)
+			code = 1
+		}
 	}
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stop envtest:", err)
 	}
 	return code
+}
+
+func (e *Env) setUp(root string, managerCfg **rest.Config, c *client.Client) error {
+	var err error
+	if *c, err = client.New(e.Admin, client.Options{Scheme: Scheme}); err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	if err := bindConfigRBAC(context.Background(), *c, root); err != nil {
+		return fmt.Errorf("apply config/rbac: %w", err)
+	}
+	*managerCfg, err = e.ServiceAccountConfig(ManagerNamespace, ManagerServiceAccount)
+	return err
 }

@@ -132,6 +132,13 @@ func TestServerSideDryRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Namespaces the values name (crawler namespaces, watched
+			// namespaces) exist before an install, as the README says.
+			for _, o := range objs {
+				if ns := o.GetNamespace(); ns != "" {
+					ensureNamespace(t, c, ns)
+				}
+			}
 			dryRun(t, c, w, comb.name, objs)
 		})
 	}

@@ -225,6 +225,12 @@ func sinks() []sink {
 			at: []locator{{"scrape interval", field("ServiceMonitor", "spec", "endpoints", 0, "interval"), str}}},
 		{path: "serviceMonitor.labels", base: "sqlite", value: labels, at: []locator{
 			{"ServiceMonitor labels", labelsWithKeys("ServiceMonitor", "example.com/tier", "true", "1e3"), labels}}},
+		{path: "watchNamespaces", base: "postgres", cands: dnsNames,
+			value: func(c string) any { return []any{c, "sites"} },
+			at: []locator{
+				{"--watch-namespaces", arg("watch-namespaces"), func(c string) any { return c + ",sites" }},
+				{"Role namespaces", watchedRoleNamespaces, func(c string) any { return []string{c, "sites"} }},
+			}},
 		{path: "networkPolicy.crawlerNamespaces", base: "sqlite", cands: dnsNames,
 			value: func(c string) any { return []any{c} },
 			at:    []locator{{"NetworkPolicy namespace", objNamespace("NetworkPolicy"), str}}},
@@ -601,6 +607,18 @@ func objNamespace(kind string) func([]*unstructured.Unstructured) (any, error) {
 		}
 		return dig(o.Object, "metadata", "namespace")
 	}
+}
+
+// watchedRoleNamespaces are the namespaces of the manager's Roles other
+// than its leader-election Role, in the order rendered.
+func watchedRoleNamespaces(objs []*unstructured.Unstructured) (any, error) {
+	var out []string
+	for _, o := range objs {
+		if o.GetKind() == "Role" && !strings.HasSuffix(o.GetName(), "-leader-election") {
+			out = append(out, o.GetNamespace())
+		}
+	}
+	return out, nil
 }
 
 func label(kind, key string) func([]*unstructured.Unstructured) (any, error) {

@@ -18,19 +18,17 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
-	kubefake "helm.sh/helm/v3/pkg/kube/fake"
-	"helm.sh/helm/v3/pkg/storage"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/lohisoft/crawl-operator/index"
+	"github.com/lohisoft/crawl-operator/internal/testutil/helmrender"
 )
 
 var (
 	repoRoot  = filepath.Join("..", "..")
-	chartPath = filepath.Join(repoRoot, "charts", "crawl-operator")
+	chartPath = helmrender.ChartPath(repoRoot)
 )
 
 const releaseNamespace = "crawl-system"
@@ -38,12 +36,13 @@ const releaseNamespace = "crawl-system"
 // allFeatures turns every optional feature on.
 func allFeatures() map[string]any {
 	return map[string]any{
-		"manager":        map[string]any{"replicas": 2},
-		"storage":        map[string]any{"type": "postgres", "postgres": map[string]any{"existingSecret": "pg-dsn"}},
-		"ingress":        map[string]any{"enabled": true, "className": "nginx", "tlsSecretName": "lohisoft-tls"},
-		"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
-		"networkPolicy":  map[string]any{"crawlerNamespaces": []any{"default", "sites"}},
-		"egress":         map[string]any{"nodeLabel": "pool=egress", "nodeTaint": "dedicated=crawler:NoExecute"},
+		"manager":         map[string]any{"replicas": 2},
+		"storage":         map[string]any{"type": "postgres", "postgres": map[string]any{"existingSecret": "pg-dsn"}},
+		"ingress":         map[string]any{"enabled": true, "className": "nginx", "tlsSecretName": "lohisoft-tls"},
+		"serviceMonitor":  map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
+		"networkPolicy":   map[string]any{"crawlerNamespaces": []any{"default", "sites"}},
+		"watchNamespaces": []any{"default", "sites"},
+		"egress":          map[string]any{"nodeLabel": "pool=egress", "nodeTaint": "dedicated=crawler:NoExecute"},
 	}
 }
 
@@ -62,47 +61,16 @@ func renderRelease(t *testing.T, name, namespace string, vals map[string]any) ([
 
 func renderFor(t *testing.T, name, namespace string, kv *chartutil.KubeVersion, vals map[string]any) ([]*unstructured.Unstructured, error) {
 	t.Helper()
-	chrt, err := loader.Load(chartPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &action.Configuration{
-		Releases:     storage.Init(driver.NewMemory()),
-		KubeClient:   &kubefake.PrintingKubeClient{Out: io.Discard},
-		Capabilities: chartutil.DefaultCapabilities,
-		Log:          func(string, ...any) {},
-	}
-	install := action.NewInstall(cfg)
-	install.DryRun, install.ClientOnly, install.Replace = true, true, true
-	install.ReleaseName, install.Namespace = name, namespace
-	install.KubeVersion = kv
-	rel, err := install.Run(chrt, vals)
-	if err != nil {
-		return nil, err
-	}
-	return decode(t, rel.Manifest), nil
+	return helmrender.RenderFor(chartPath, name, namespace, kv, vals)
 }
 
-// kubeVersion is the version of the Kubernetes the tests run (the
-// k8s.io/kubernetes that hack/k8s-bin.sh builds bin/k8s from); the Helm
-// SDK's own default (v1.20) is older than the chart's kubeVersion.
 func kubeVersion(t *testing.T) *chartutil.KubeVersion {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "hack", "tools", "kube", "go.mod"))
+	kv, err := helmrender.KubeVersion(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "require" && f[1] == "k8s.io/kubernetes" {
-			kv, err := chartutil.ParseKubeVersion(f[2])
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kv
-		}
-	}
-	t.Fatal("no k8s.io/kubernetes in hack/tools/kube/go.mod")
-	return nil
+	return kv
 }
 
 // loadSchema reads values.schema.json.
@@ -477,6 +445,10 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		"crawler label value not a label":            {map[string]any{"crawler": map[string]any{"podLabels": map[string]any{"team": "two words"}}}, "podLabels"},
 		"PDB minAvailable 0":                         {manager(map[string]any{"podDisruptionBudget": map[string]any{"minAvailable": 0}}), "minAvailable"},
 		"topology spread without key":                {manager(map[string]any{"topologySpreadConstraints": []any{map[string]any{"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}}}), "topologyKey"},
+		"watched namespace not a name":               {map[string]any{"watchNamespaces": []any{"Sites"}}, "watchNamespaces"},
+		"watched namespace empty":                    {map[string]any{"watchNamespaces": []any{""}}, "watchNamespaces"},
+		"watched namespace twice":                    {map[string]any{"watchNamespaces": []any{"sites", "sites"}}, "watchNamespaces"},
+		"watched namespaces a string":                {map[string]any{"watchNamespaces": "sites,shop"}, "watchNamespaces"},
 		// What breaks the restricted Pod Security level.
 		"runAsNonRoot false":                  {manager(map[string]any{"podSecurityContext": map[string]any{"runAsNonRoot": false}}), "runAsNonRoot"},
 		"container runAsNonRoot false":        {manager(map[string]any{"securityContext": map[string]any{"runAsNonRoot": false}}), "runAsNonRoot"},

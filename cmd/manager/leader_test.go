@@ -16,6 +16,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
@@ -123,8 +124,10 @@ func TestOnlyTheLeaderReportsFleetGauges(t *testing.T) {
 	}
 	testutil.CreateEgressNode(t, k8s, "egress-leader", "79.139.58.121")
 
-	// As the chart runs each replica; plain HTTP metrics for the test.
-	flags := []string{"--leader-elect=true", "--leader-election-namespace=" + leNS.Name, "--metrics-secure=false"}
+	// As the chart runs each replica, under the manager's own RBAC, whose
+	// leader-election Role is in the manager's namespace; plain HTTP
+	// metrics for the test.
+	flags := []string{"--leader-elect=true", "--leader-election-namespace=" + testenv.ManagerNamespace, "--metrics-secure=false"}
 	first := startReplica(t, "first", flags...)
 	// A crawl runs, so crawls_running has a series: the leader starts it.
 	ct := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Namespace: leNS.Name, Name: "gannets"}, Spec: crawlv1.CrawlTargetSpec{URL: "https://gannets.example/"}}
@@ -153,14 +156,14 @@ func TestOnlyTheLeaderReportsFleetGauges(t *testing.T) {
 	t.Logf("the second replica reported the fleet %s after the first stopped", time.Since(took).Round(100*time.Millisecond))
 }
 
-// writeKubeconfig writes the test API server's admin credentials for a
-// manager process.
+// writeKubeconfig writes the credentials of the manager's ServiceAccount
+// (bound by config/rbac only) for a manager process.
 func writeKubeconfig(t *testing.T) string {
 	t.Helper()
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: restConfig.Host, CertificateAuthorityData: restConfig.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: restConfig.CertData, ClientKeyData: restConfig.KeyData, Token: restConfig.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.AuthInfos["manager"] = &clientcmdapi.AuthInfo{ClientCertificateData: restConfig.CertData, ClientKeyData: restConfig.KeyData, Token: restConfig.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "manager"}
 	kc.CurrentContext = "envtest"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {

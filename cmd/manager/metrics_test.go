@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/lohisoft/crawl-operator/internal/operator"
+	"github.com/lohisoft/crawl-operator/internal/testenv"
 )
 
 // By default the metrics endpoint speaks HTTPS and answers only callers
@@ -31,7 +32,8 @@ func TestMetricsNeedAuthentication(t *testing.T) {
 	}
 	// A manager process with the defaults.
 	m := startReplica(t, "manager")
-	cs := kubernetes.NewForConfigOrDie(restConfig)
+	// The test hands out tokens with admin rights; the manager has none.
+	cs := kubernetes.NewForConfigOrDie(testenv.Current().Admin)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "metrics-"}}
 	if err := k8s.Create(ctx, ns); err != nil {
 		t.Fatal(err)

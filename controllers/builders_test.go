@@ -85,14 +85,14 @@ func runToken(t *testing.T, pod *corev1.Pod) string {
 
 func postReport(t *testing.T, op *harness, pod *corev1.Pod, token string, body any) (int, string) {
 	t.Helper()
-	return testutil.PostReport(t, op.results.URL, pod, token, body)
+	return testutil.PostReport(t, op.ResultsURL, pod, token, body)
 }
 
 func pages(base string, n int) []runreport.Page { return testutil.Pages(base, n) }
 
 func finishCrawl(t *testing.T, op *harness, pod *corev1.Pod, base string, n int) {
 	t.Helper()
-	testutil.FinishCrawl(t, k8s, op.results.URL, pod, base, n)
+	testutil.FinishCrawl(t, k8s, op.ResultsURL, pod, base, n)
 }
 
 // consistently checks that check keeps returning nil for d.

@@ -66,7 +66,7 @@ func TestResultsEndpointEdges(t *testing.T) {
 		"/v1/runs/" + ns + "/-edges",
 		"/v1/runs/" + ns + "/edges%00crawl",
 	} {
-		code, _, body := rawPost(t, op.results.URL, path, "0123456789abcdef")
+		code, _, body := rawPost(t, op.ResultsURL, path, "0123456789abcdef")
 		if code != http.StatusBadRequest || !strings.Contains(body, `"error"`) {
 			t.Errorf("POST %s = %d %s, want 400 with a JSON error", path, code, body)
 		}
@@ -82,7 +82,7 @@ func TestResultsEndpointEdges(t *testing.T) {
 	codes := map[int]int{}
 	var limited http.Header
 	for i := 0; i < 200; i++ {
-		code, h, body := rawPost(t, op.results.URL, path, fmt.Sprintf("guess-%d", i))
+		code, h, body := rawPost(t, op.ResultsURL, path, fmt.Sprintf("guess-%d", i))
 		codes[code]++
 		if !strings.Contains(body, `"error"`) {
 			t.Fatalf("answer without a JSON error: %d %s", code, body)
@@ -123,7 +123,7 @@ func TestResultsEndpointEdges(t *testing.T) {
 			t.Errorf("%s grew by %v, want %v", series, got, want)
 		}
 	}
-	if code, _, _ := rawPost(t, op.results.URL, path, ""); code != http.StatusUnauthorized {
+	if code, _, _ := rawPost(t, op.ResultsURL, path, ""); code != http.StatusUnauthorized {
 		t.Errorf("no token: %d, want 401", code)
 	}
 	if got := testutil.Metrics(t, metrics.Registry)[`crawl_operator_report_token_rejections_total{reason="missing_token"}`] - before[`crawl_operator_report_token_rejections_total{reason="missing_token"}`]; got != 1 {

@@ -2,24 +2,19 @@ package controllers_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/egress"
-	"github.com/lohisoft/crawl-operator/internal/operator"
+	"github.com/lohisoft/crawl-operator/internal/operator/operatortest"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 )
 
@@ -42,10 +37,8 @@ const testDeadline = 100 * time.Hour
 // harness is one running operator, wired as cmd/manager wires it, with
 // the results endpoint on a loopback test server.
 type harness struct {
-	clock   *clocktesting.FakeClock
-	results *httptest.Server
-	stop    context.CancelFunc
-	done    chan struct{}
+	*operatortest.Running
+	clock *clocktesting.FakeClock
 	// cache and apiReader are the manager's; apiReads counts the results
 	// endpoint's reads from the API server.
 	cache     client.Client
@@ -95,20 +88,13 @@ const (
 // temporary directory and the results endpoint on a test server.
 func startOperator(t *testing.T, opts operatorOptions) *harness {
 	t.Helper()
-	o := operator.Defaults()
-	o.Manager = operator.ManagerOptions{MetricsAddr: "0", ProbeAddr: "0", ResultsAddr: "0"}
+	o := operatortest.Options(t, dnstest.Zone{})
 	if opts.maxPerNode != 0 {
 		o.MaxCrawlsPerNode = opts.maxPerNode
 	}
-	o.Pod.Image = "crawler:test"
-	o.Pod.ResultsURL = "http://results.test:8083"
 	// Far beyond the clock jumps of the schedule tests, which would
 	// otherwise make every Pod look stuck.
 	o.Pod.ActiveDeadline = testDeadline
-	o.Index.Storage = "sqlite://" + filepath.Join(t.TempDir(), "index.db")
-	o.Index.BindAddress = "127.0.0.1:0"
-	o.Index.DNSServer = dnstest.Start(t, dnstest.Zone{}).Addr
-	o.Index.CheckInterval = time.Hour
 	o.Index.Egress.RequireFCrDNS = opts.requireFCrDNS
 	if opts.egress.LabelKey != "" {
 		o.Index.Egress.Selector = opts.egress
@@ -118,37 +104,14 @@ func startOperator(t *testing.T, opts operatorOptions) *harness {
 	o.NetworkPolicy.ResultsPort = resultsPort
 	clk := clocktesting.NewFakeClock(time.Now())
 	o.Clock = clk
-	op, err := operator.New(restConfig, o, func(m *ctrl.Options) {
-		// Tests start several managers in one process.
-		m.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	np, err := o.CrawlerNetworkPolicy()
 	if err != nil {
 		t.Fatal(err)
 	}
+	op := operatortest.New(t, restConfig, o)
 	reads := &atomic.Int64{}
 	op.Results.Reader = countingReader{Reader: op.Results.Reader, n: reads}
+	op.Start(t)
 	mgr := op.Manager
-	h := &harness{clock: clk, results: httptest.NewServer(op.Results.Handler()), done: make(chan struct{}),
-		cache: mgr.GetClient(), apiReader: mgr.GetAPIReader(), apiReads: reads, networkPolicy: np}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.stop = cancel
-	go func() {
-		defer close(h.done)
-		if err := op.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(h.Stop)
-	return h
-}
-
-// Stop stops the manager and waits until it has stopped.
-func (o *harness) Stop() {
-	o.stop()
-	<-o.done
-	o.results.Close()
+	return &harness{Running: op, clock: clk, cache: mgr.GetClient(), apiReader: mgr.GetAPIReader(), apiReads: reads, networkPolicy: np}
 }

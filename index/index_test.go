@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -23,10 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
@@ -34,7 +30,7 @@ import (
 	"github.com/lohisoft/crawl-operator/index"
 	"github.com/lohisoft/crawl-operator/index/searchapi"
 	"github.com/lohisoft/crawl-operator/internal/egress"
-	"github.com/lohisoft/crawl-operator/internal/operator"
+	"github.com/lohisoft/crawl-operator/internal/operator/operatortest"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
@@ -80,39 +76,15 @@ func start(t *testing.T, require bool) *harness {
 // startWith starts the operator on the given storage DSN.
 func startWith(t *testing.T, require bool, storage string) *harness {
 	t.Helper()
-	o := operator.Defaults()
-	o.Manager = operator.ManagerOptions{MetricsAddr: "0", ProbeAddr: "0", ResultsAddr: "0"}
-	o.Pod.Image = "crawler:test"
-	o.Pod.ResultsURL = "http://results.test:8083"
+	o := operatortest.Options(t, zone)
 	o.Pod.ActiveDeadline = time.Hour
 	o.Index.Storage = storage
 	o.Index.BindAddress = freeAddr(t)
-	o.Index.DNSServer = dnstest.Start(t, zone).Addr
-	o.Index.CheckInterval = time.Hour
 	o.Index.Egress.RequireFCrDNS = require
 	// The crawler NetworkPolicy is the controllers suite's subject.
 	o.NetworkPolicy.Enabled = false
-	op, err := operator.New(restConfig, o, func(m *ctrl.Options) {
-		m.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint := httptest.NewServer(op.Results.Handler())
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := op.Start(runCtx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		endpoint.Close()
-	})
-	h := &harness{ix: op.Index, base: "http://" + o.Index.BindAddress, results: endpoint.URL}
+	op := operatortest.New(t, restConfig, o).Start(t)
+	h := &harness{ix: op.Index, base: "http://" + o.Index.BindAddress, results: op.ResultsURL}
 	eventually(t, "index server up", func() error {
 		_, err := h.get("/bot/ips.json")
 		return err

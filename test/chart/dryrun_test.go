@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,9 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
@@ -23,48 +20,11 @@ import (
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 )
 
-// warnings collects API server warnings, e.g. "would violate PodSecurity".
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, msg string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, msg)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.msgs
-	w.msgs = nil
-	return out
-}
-
 // apiServer starts envtest with the CRDs (and a ServiceMonitor stand-in)
 // and namespaces that enforce the restricted Pod Security level.
-func apiServer(t *testing.T) (client.Client, *warnings) {
+func apiServer(t *testing.T) (client.Client, *testenv.Warnings) {
 	t.Helper()
-	assets := testenv.MustAssets(t, repoRoot)
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases"), filepath.Join("testdata", "servicemonitor-crd.yaml")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	w := &warnings{}
-	cfg = rest.CopyConfig(cfg)
-	cfg.WarningHandlerWithContext = w
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, w := testenv.StartServer(t, repoRoot, filepath.Join("testdata", "servicemonitor-crd.yaml"))
 	for _, ns := range []string{releaseNamespace, "sites"} {
 		if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name:   ns,
@@ -102,7 +62,7 @@ func ensureNamespace(t *testing.T, c client.Client, name string) {
 
 // dryRun server-side applies every object without persisting it, so the
 // API server validates each one, and fails on errors and warnings.
-func dryRun(t *testing.T, c client.Client, w *warnings, what string, objs []*unstructured.Unstructured) {
+func dryRun(t *testing.T, c client.Client, w *testenv.Warnings, what string, objs []*unstructured.Unstructured) {
 	t.Helper()
 	if len(objs) == 0 {
 		t.Fatalf("%s: nothing rendered", what)
@@ -113,7 +73,7 @@ func dryRun(t *testing.T, c client.Client, w *warnings, what string, objs []*uns
 		if err != nil {
 			t.Errorf("%s: %s %s/%s refused: %v", what, o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
-		for _, msg := range w.take() {
+		for _, msg := range w.Take() {
 			t.Errorf("%s: %s %s: API server warning: %s", what, o.GetKind(), o.GetName(), msg)
 		}
 	}
@@ -152,7 +112,7 @@ func TestServerSideDryRun(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "argz") {
 			t.Errorf("a Deployment with an unknown field: %v", err)
 		}
-		w.take()
+		w.Take()
 	})
 	t.Run("kustomize config/default", func(t *testing.T) {
 		objs := kustomizeBuild(t, "config/default")
@@ -189,7 +149,7 @@ func TestServerSideDryRun(t *testing.T) {
 		if err := c.Create(context.Background(), pod, client.DryRunAll); err != nil {
 			t.Fatalf("restricted namespace refused the crawler Pod: %v", err)
 		}
-		if msgs := w.take(); len(msgs) > 0 {
+		if msgs := w.Take(); len(msgs) > 0 {
 			t.Errorf("warnings: %s", strings.Join(msgs, "; "))
 		}
 	})

@@ -6,63 +6,22 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 )
 
-// warnings collects the API server's warnings (unknown fields, deprecations).
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, msg string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, msg)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.msgs
-	w.msgs = nil
-	return out
-}
-
 // apiServer starts a real kube-apiserver and etcd with this repository's
 // CRDs and the vendored Flux and Argo CD CRDs, and creates the namespaces
 // the GitOps tools' installation creates (see platform).
-func apiServer(t *testing.T) (client.Client, *warnings, string) {
+func apiServer(t *testing.T) (client.Client, *testenv.Warnings, string) {
 	t.Helper()
-	assets := testenv.MustAssets(t, repoRoot)
-	testenv.SetLogger()
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases"), filepath.Join("testdata", "crds")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	w := &warnings{}
-	cfg = rest.CopyConfig(cfg)
-	cfg.WarningHandlerWithContext = w
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, w := testenv.StartServer(t, repoRoot, filepath.Join("testdata", "crds"))
 	for r := range platform {
 		if r.Kind == "Namespace" && r.Name != "default" {
 			if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Name}}); err != nil {
@@ -70,18 +29,18 @@ func apiServer(t *testing.T) (client.Client, *warnings, string) {
 			}
 		}
 	}
-	return c, w, filepath.Join(assets, "kubectl")
+	return c, w, filepath.Join(testenv.MustAssets(t, repoRoot), "kubectl")
 }
 
 // apply server-side applies obj, for real or as a dry run, with strict field
 // validation, and returns the API server's warnings and error.
-func apply(c client.Client, w *warnings, obj *unstructured.Unstructured, dryRun bool) ([]string, error) {
+func apply(c client.Client, w *testenv.Warnings, obj *unstructured.Unstructured, dryRun bool) ([]string, error) {
 	opts := []client.PatchOption{client.ForceOwnership, client.FieldOwner("gitops-test"), client.FieldValidation("Strict")}
 	if dryRun {
 		opts = append(opts, client.DryRunAll)
 	}
 	err := c.Patch(context.Background(), obj.DeepCopy(), client.Apply, opts...)
-	return w.take(), err
+	return w.Take(), err
 }
 
 // The API server, with the current Flux and Argo CD CRDs, accepts every

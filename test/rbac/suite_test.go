@@ -9,7 +9,6 @@ package rbac
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,15 +21,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
-	"github.com/lohisoft/crawl-operator/internal/operator"
+	"github.com/lohisoft/crawl-operator/internal/operator/operatortest"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 	"github.com/lohisoft/crawl-operator/internal/watchns"
@@ -78,50 +75,20 @@ type operatorOptions struct {
 // startOperator runs the operator as the user of cfg.
 func startOperator(t *testing.T, cfg *rest.Config, opts operatorOptions) *running {
 	t.Helper()
-	o := operator.Defaults()
-	o.Manager = operator.ManagerOptions{MetricsAddr: "0", ProbeAddr: "0", ResultsAddr: "0",
-		LeaderElect: true, LeaderElectionNamespace: opts.leaseNS, WatchNamespaces: opts.namespaces}
-	o.Pod.Image = "crawler:test"
-	o.Pod.ResultsURL = "http://results.test:8083"
+	o := operatortest.Options(t, dnstest.Zone{})
+	o.Manager.LeaderElect, o.Manager.LeaderElectionNamespace = true, opts.leaseNS
+	o.Manager.WatchNamespaces = opts.namespaces
 	// The crawler NetworkPolicy is on, as shipped: its verbs are checked too.
 	o.NetworkPolicy.ManagerNamespace = testenv.ManagerNamespace
 	o.NetworkPolicy.ResultsPort = 8083
-	o.Index.Storage = "sqlite://" + filepath.Join(t.TempDir(), "index.db")
-	o.Index.BindAddress = "127.0.0.1:0"
-	o.Index.DNSServer = dnstest.Start(t, dnstest.Zone{}).Addr
-	o.Index.CheckInterval = time.Hour
 	if opts.checkInterval > 0 {
 		o.Index.CheckInterval = opts.checkInterval
 	}
-	op, err := operator.New(cfg, o, func(m *ctrl.Options) {
-		m.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+	op := operatortest.New(t, cfg, o, func(m *ctrl.Options) {
 		// The next test's manager takes the Lease at once.
 		m.LeaderElectionReleaseOnCancel = true
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(op.Results.Handler())
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := op.Start(runCtx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	r := &running{results: srv.URL}
-	stopped := false
-	r.stop = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-done
-			srv.Close()
-		}
-	}
-	t.Cleanup(r.stop)
-	return r
+	}).Start(t)
+	return &running{results: op.ResultsURL, stop: op.Stop}
 }
 
 // bindLikeConfigRBAC makes a ServiceAccount user of its own (so the audit

@@ -8,7 +8,9 @@
 // build a scope from small named steps and patch the status once, with an
 // optimistic lock, emitting Events and metrics only after the patch lands.
 //
-// This package never imports the index: the index is handed in as the
-// Exclusion reconciler's PagePurger and as the egress policy.
+// This package never imports the index's wiring: the index is handed in as
+// the Exclusion reconciler's PagePurger and as the egress policy; of the
+// index it knows only the storage contract's error and count types
+// (index/store).
 // internal/operator wires both reconcilers into a manager.
 package controllers

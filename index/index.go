@@ -1,7 +1,7 @@
 // Package index wires the search index into the manager: the storage
 // backend, the SiteIndex syncer, the HTTP server for the search API and the
-// bot's public pages, and the egress FCrDNS self-check. cmd/manager calls
-// Setup once and hands the result to the reconcilers that need it.
+// bot's public pages, and the egress FCrDNS self-check. internal/operator
+// calls Setup once and hands the result to the reconcilers that need it.
 package index
 
 import (

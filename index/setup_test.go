@@ -54,6 +54,8 @@ func TestOpenStore(t *testing.T) {
 	}
 }
 
+// index.Setup refuses bad options before it adds anything to the manager;
+// a bare manager is enough to show it (the wiring is the other suites').
 func TestSetupRefusesBadOptions(t *testing.T) {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme: testenv.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},

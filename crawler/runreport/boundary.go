@@ -1,5 +1,7 @@
 package runreport
 
+import "strings"
+
 // How a crawler Pod reaches the manager's results endpoint. The crawler,
 // the Pod builder and the endpoint all import these, so the two sides of
 // the boundary cannot drift apart.
@@ -26,5 +28,5 @@ const (
 
 // Path is the report path of run Pod pod in namespace: PathPattern filled in.
 func Path(namespace, pod string) string {
-	return "/v1/runs/" + namespace + "/" + pod
+	return strings.NewReplacer("{namespace}", namespace, "{pod}", pod).Replace(PathPattern)
 }

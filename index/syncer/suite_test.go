@@ -41,7 +41,10 @@ func TestMain(m *testing.M) {
 }
 
 // manager is one running manager with the syncer and, when asked, the
-// Exclusion reconciler purging through it, as cmd/manager wires them.
+// Exclusion reconciler purging through it. Unlike the other suites it does
+// not run internal/operator's wiring (which imports this package): it
+// tests the syncer against the stores it hands in, failing ones included.
+// The index and controllers suites run the syncer as the operator wires it.
 type manager struct {
 	syncer *Syncer
 	stop   func()

@@ -60,6 +60,8 @@ func BenchmarkSearch(b *testing.B, s store.Store) {
 // FillCorpus writes the benchmark corpus through ReplaceSite, the way the
 // syncer writes, cross-site links included, and returns for each query how
 // many pages contain all its words (link texts from other sites included).
+// It is long because the corpus is defined in it, page shape and link
+// pattern together, so a benchmark figure can be read against one place.
 func FillCorpus(tb testing.TB, s store.Store, queries ...string) []int {
 	// One bit per query word, per page: a page matches when its own fields
 	// and the links into it together hold every word.

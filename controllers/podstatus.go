@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -73,7 +74,13 @@ func lastLine(s string) string {
 		s = *record.Msg
 	}
 	if len(s) > max {
-		s = s[:max] + "…"
+		// Cut on a character boundary: a condition message must stay
+		// valid UTF-8, and a crawler's error may quote any text.
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package controllers
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // The crawler's words reach conditions and Events from the last line of
@@ -19,8 +20,15 @@ func TestLastLine(t *testing.T) {
 		{`{"level":"ERROR"}`, `{"level":"ERROR"}`},
 		{"{not json", "{not json"},
 		{`{"msg":"` + long + `"}`, long[:200] + "…"},
+		// 199 bytes, then a 2-byte character across the 200-byte cut.
+		{strings.Repeat("x", 199) + strings.Repeat("é", 10), strings.Repeat("x", 199) + "…"},
+		{strings.Repeat("ж", 150), strings.Repeat("ж", 100) + "…"},
 	} {
-		if got := lastLine(tt.log); got != tt.want {
+		got := lastLine(tt.log)
+		if !utf8.ValidString(got) {
+			t.Errorf("lastLine(%q) = %q: not valid UTF-8", tt.log, got)
+		}
+		if got != tt.want {
 			t.Errorf("lastLine(%q) = %q, want %q", tt.log, got, tt.want)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,23 +26,7 @@ func TestDevClusterDownStopsCrawlers(t *testing.T) {
 	dir := t.TempDir()
 	crawler := buildBinary(t, "cmd/crawler")
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	env := append(os.Environ(),
-		"REAL_NODE=",
-		"DEV_DIR="+filepath.Join(dir, "dev"),
-		"DEV_KUBECONFIG="+kubeconfig,
-		"K8S_BIN="+assets,
-		"DEVCLUSTER_BIN="+buildBinary(t, "hack/devcluster"),
-		"CRAWLER_BIN="+crawler,
-	)
-	script := func(arg string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot, "hack", "dev-cluster.sh"), arg)
-		cmd.Env = env
-		cmd.WaitDelay = 10 * time.Second
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	script := devClusterScript(dir, assets, buildBinary(t, "hack/devcluster"), crawler)
 	down := false
 	t.Cleanup(func() {
 		if !down {

@@ -1,14 +1,12 @@
 package rbac
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -137,22 +135,7 @@ func TestNamespacedModeUnderTheChartsRBAC(t *testing.T) {
 	}
 
 	// An Exclusion covering both sites matches the watched target only.
-	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "rbac-scoped-"},
-		Spec: crawlv1.ExclusionSpec{Domain: "in.rbac-scoped.example", Reason: "asked by email"}}
-	if err := k8s.Create(ctx, ex); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(ctx, ex) })
-	eventually(t, "Exclusion enforced", func() error {
-		got := &crawlv1.Exclusion{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex), got); err != nil {
-			return err
-		}
-		if !meta.IsStatusConditionTrue(got.Status.Conditions, crawlv1.ConditionReady) || got.Status.MatchedTargets != 1 || got.Status.PurgedPages != 2 {
-			return fmt.Errorf("status %+v", got.Status)
-		}
-		return nil
-	})
+	enforceExclusion(t, "rbac-scoped-", "in.rbac-scoped.example", 2)
 	waitReady(t, in, crawlv1.ReasonExcluded)
 	op.stop()
 

@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -125,22 +124,7 @@ func TestConfigRBACGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 	})
 
 	// An Exclusion of the new site stops its crawl at once.
-	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "rbac-exact-"},
-		Spec: crawlv1.ExclusionSpec{Domain: "rbac-exact-moved.example", Reason: "asked by email"}}
-	if err := k8s.Create(ctx, ex); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(ctx, ex) })
-	eventually(t, "Exclusion enforced", func() error {
-		got := &crawlv1.Exclusion{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex), got); err != nil {
-			return err
-		}
-		if !meta.IsStatusConditionTrue(got.Status.Conditions, crawlv1.ConditionReady) || got.Status.MatchedTargets != 1 {
-			return fmt.Errorf("status %+v", got.Status)
-		}
-		return nil
-	})
+	enforceExclusion(t, "rbac-exact-", "rbac-exact-moved.example", -1)
 	waitReady(t, ct, crawlv1.ReasonExcluded)
 	op.stop()
 

@@ -18,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -258,5 +259,29 @@ func waitLeaderEvent(t *testing.T, ns string) {
 		}
 		sort.Strings(seen)
 		return fmt.Errorf("events in %s: %q", ns, seen)
+	})
+}
+
+// enforceExclusion excludes domain and waits until the Exclusion is
+// enforced on exactly one CrawlTarget, with wantPurged pages purged
+// (any number when negative).
+func enforceExclusion(t *testing.T, namePrefix, domain string, wantPurged int64) {
+	t.Helper()
+	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: namePrefix},
+		Spec: crawlv1.ExclusionSpec{Domain: domain, Reason: "asked by email"}}
+	if err := k8s.Create(ctx, ex); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(ctx, ex) })
+	eventually(t, "Exclusion enforced", func() error {
+		got := &crawlv1.Exclusion{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex), got); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, crawlv1.ConditionReady) || got.Status.MatchedTargets != 1 ||
+			(wantPurged >= 0 && got.Status.PurgedPages != wantPurged) {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		return nil
 	})
 }

@@ -19,7 +19,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -318,16 +317,7 @@ func TestSearchAndExclusionThroughTheAPI(t *testing.T) {
 			t.Errorf("pages of excluded %s = %d %s, want 404", host, r.status, r.body)
 		}
 	}
-	eventually(t, "purge counted", func() error {
-		got := &crawlv1.Exclusion{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex), got); err != nil {
-			return err
-		}
-		if !meta.IsStatusConditionTrue(got.Status.Conditions, crawlv1.ConditionReady) || got.Status.PurgedPages != 2 {
-			return fmt.Errorf("status %+v", got.Status)
-		}
-		return nil
-	})
+	eventually(t, "purge counted", testutil.ExclusionReady(k8s, ex, -1, 2))
 }
 
 // gauge reads one series of a metric from controller-runtime's registry.

@@ -244,16 +244,7 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 		t.Errorf("excluded site searchable: %s", a.body)
 	}
 	t.Logf("backend reachable again: caught up after %s", time.Since(back).Round(time.Millisecond))
-	eventually(t, "Exclusion Ready", func() error {
-		got := &crawlv1.Exclusion{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex), got); err != nil {
-			return err
-		}
-		if !meta.IsStatusConditionTrue(got.Status.Conditions, crawlv1.ConditionReady) || got.Status.PurgedPages != 1 {
-			return fmt.Errorf("status %+v", got.Status)
-		}
-		return nil
-	})
+	eventually(t, "Exclusion Ready", testutil.ExclusionReady(k8s, ex, -1, 1))
 	eventually(t, "backend_up metric", expect(metrics+"/metrics", http.StatusOK, "crawl_operator_index_backend_up 1"))
 
 	// The endpoint's own metrics tell the story: both final reports

@@ -251,15 +251,6 @@ func TestNamespacedModeIndexesWatchedNamespacesOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k8s.Delete(ctx, ex) })
-	eventually(t, "Exclusion enforced, the unwatched rows counted", func() error {
-		got := &crawlv1.Exclusion{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex), got); err != nil {
-			return err
-		}
-		if !meta.IsStatusConditionTrue(got.Status.Conditions, crawlv1.ConditionReady) || got.Status.PurgedPages != 1 {
-			return fmt.Errorf("status %+v", got.Status)
-		}
-		return nil
-	})
+	eventually(t, "Exclusion enforced, the unwatched rows counted", testutil.ExclusionReady(k8s, ex, -1, 1))
 	eventually(t, "excluded rows gone", hostGone(st, domain))
 }

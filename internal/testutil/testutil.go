@@ -16,9 +16,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/egress"
@@ -153,4 +155,22 @@ func Eventually(t testing.TB, timeout time.Duration, what string, check func() e
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("timed out waiting for %s: %v", what, err)
+}
+
+// ExclusionReady is a check for Eventually: ex is Ready (enforced) with
+// matched CrawlTargets and purged pages in total; a negative want is not
+// checked.
+func ExclusionReady(c client.Client, ex *crawlv1.Exclusion, matched int32, purged int64) func() error {
+	return func() error {
+		got := &crawlv1.Exclusion{}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(ex), got); err != nil {
+			return err
+		}
+		st := got.Status
+		if !meta.IsStatusConditionTrue(st.Conditions, crawlv1.ConditionReady) ||
+			(matched >= 0 && st.MatchedTargets != matched) || (purged >= 0 && st.PurgedPages != purged) {
+			return fmt.Errorf("Exclusion %s status %+v", ex.Name, st)
+		}
+		return nil
+	}
 }

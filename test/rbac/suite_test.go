@@ -18,7 +18,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -273,15 +272,5 @@ func enforceExclusion(t *testing.T, namePrefix, domain string, wantPurged int64)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(ctx, ex) })
-	eventually(t, "Exclusion enforced", func() error {
-		got := &crawlv1.Exclusion{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex), got); err != nil {
-			return err
-		}
-		if !meta.IsStatusConditionTrue(got.Status.Conditions, crawlv1.ConditionReady) || got.Status.MatchedTargets != 1 ||
-			(wantPurged >= 0 && got.Status.PurgedPages != wantPurged) {
-			return fmt.Errorf("status %+v", got.Status)
-		}
-		return nil
-	})
+	eventually(t, "Exclusion enforced", testutil.ExclusionReady(k8s, ex, 1, wantPurged))
 }

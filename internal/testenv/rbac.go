@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -72,6 +73,31 @@ func configureAudit(env *envtest.Environment, dir string) (string, error) {
 // ServiceAccount namespace/name, with the groups the API server gives
 // ServiceAccounts: it can do exactly what RBAC grants that ServiceAccount.
 func (e *Env) ServiceAccountConfig(namespace, name string) (*rest.Config, error) {
+	u, err := e.serviceAccountUser(namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return u.Config(), nil
+}
+
+// ServiceAccountKubeconfig writes a kubeconfig for the ServiceAccount
+// namespace/name (the identity ServiceAccountConfig gives) into the
+// control plane's directory and returns its path: a manager run as a
+// process of its own (bin/manager) reads it from $KUBECONFIG.
+func (e *Env) ServiceAccountKubeconfig(namespace, name string) (string, error) {
+	u, err := e.serviceAccountUser(namespace, name)
+	if err != nil {
+		return "", err
+	}
+	b, err := u.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig for ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	path := filepath.Join(e.dir, "kubeconfig-"+namespace+"-"+name)
+	return path, os.WriteFile(path, b, 0o600)
+}
+
+func (e *Env) serviceAccountUser(namespace, name string) (*envtest.AuthenticatedUser, error) {
 	u, err := e.env.AddUser(envtest.User{
 		Name:   ServiceAccountUser(namespace, name),
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace},
@@ -79,7 +105,7 @@ func (e *Env) ServiceAccountConfig(namespace, name string) (*rest.Config, error)
 	if err != nil {
 		return nil, fmt.Errorf("add user for ServiceAccount %s/%s: %w", namespace, name, err)
 	}
-	return u.Config(), nil
+	return u, nil
 }
 
 // bindConfigRBAC applies config/rbac of the repository at root, as
@@ -206,6 +232,8 @@ type Request struct {
 	Code        int
 	// URI is the request's path and query.
 	URI string
+	// Received is when the API server received the request.
+	Received time.Time
 }
 
 // Permission names what RBAC checks: verb on group/resource[/subresource].
@@ -245,20 +273,50 @@ func (p Permission) String() string {
 // Requests returns the requests the audit log holds, of every manager
 // identity (every ServiceAccount), oldest first.
 func (e *Env) Requests() ([]Request, error) {
+	return e.RequestsFrom(0)
+}
+
+// AuditOffset is how long the audit log is now: RequestsFrom(AuditOffset())
+// later reads only the requests made since, which keeps a benchmark that
+// makes millions of requests from parsing them all again.
+func (e *Env) AuditOffset() (int64, error) {
+	st, err := os.Stat(e.auditLog)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// RequestsFrom returns the requests the audit log holds from offset (the
+// start of a line, from AuditOffset) on, oldest first.
+func (e *Env) RequestsFrom(offset int64) ([]Request, error) {
 	f, err := os.Open(e.auditLog)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil, err
+	}
 	var out []Request
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
+	rd := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := rd.ReadBytes('\n')
+		if err == io.EOF {
+			// The API server may be writing the last line right now
+			// (a benchmark reads while the manager runs): it counts
+			// once it is whole.
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 		var ev struct {
-			Stage string `json:"stage"`
-			Verb  string `json:"verb"`
-			URI   string `json:"requestURI"`
-			User  struct {
+			Stage    string    `json:"stage"`
+			Verb     string    `json:"verb"`
+			Received time.Time `json:"requestReceivedTimestamp"`
+			URI      string    `json:"requestURI"`
+			User     struct {
 				Username string `json:"username"`
 			} `json:"user"`
 			ObjectRef *struct {
@@ -272,7 +330,7 @@ func (e *Env) Requests() ([]Request, error) {
 				Code int `json:"code"`
 			} `json:"responseStatus"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+		if err := json.Unmarshal(line, &ev); err != nil {
 			return nil, fmt.Errorf("audit log: %w", err)
 		}
 		// A watch is logged when it starts and again when it ends.
@@ -281,13 +339,12 @@ func (e *Env) Requests() ([]Request, error) {
 		}
 		r := Request{User: ev.User.Username, Verb: ev.Verb, Group: ev.ObjectRef.APIGroup,
 			Resource: ev.ObjectRef.Resource, Subresource: ev.ObjectRef.Subresource,
-			Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name, URI: ev.URI}
+			Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name, URI: ev.URI, Received: ev.Received}
 		if ev.ResponseStatus != nil {
 			r.Code = ev.ResponseStatus.Code
 		}
 		out = append(out, r)
 	}
-	return out, sc.Err()
 }
 
 // Refused returns the requests RBAC refused (HTTP 403), described.

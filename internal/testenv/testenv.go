@@ -7,6 +7,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,11 +72,15 @@ func SetLogger() {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(level)))
 }
 
-// Env is the running control plane of a test package.
+// Env is a running control plane: the one of a test package (Run), or
+// one a benchmark starts and stops itself (Start).
 type Env struct {
 	env *envtest.Environment
 	// Admin is a client config with every permission (system:masters).
-	Admin    *rest.Config
+	Admin *rest.Config
+	// Client has every permission and knows Scheme.
+	Client   client.Client
+	dir      string
 	auditLog string
 }
 
@@ -93,56 +98,83 @@ func Current() *Env { return current }
 // the suite. It returns the exit code for os.Exit.
 func Run(m *testing.M, root string, managerCfg **rest.Config, c *client.Client) int {
 	SetLogger()
-	assets, err := Assets(root)
+	e, err := Start(root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "crawl-operator-envtest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	e := &Env{env: env}
-	if e.auditLog, err = configureAudit(env, dir); err != nil {
-		fmt.Fprintln(os.Stderr, "audit log:", err)
-		return 1
-	}
-	if e.Admin, err = env.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "start envtest:", err)
 		return 1
 	}
 	current = e
 	code := 1
-	if err := e.setUp(root, managerCfg, c); err != nil {
+	if *managerCfg, err = e.ServiceAccountConfig(ManagerNamespace, ManagerServiceAccount); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	} else {
+		*c = e.Client
 		code = m.Run()
 		if err := e.checkRefused(); err != nil {
 			fmt.Fprintln(os.Stderr, "FAIL:", err)
 			code = 1
 		}
 	}
-	if err := env.Stop(); err != nil {
+	if err := e.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stop envtest:", err)
 	}
 	return code
 }
 
-func (e *Env) setUp(root string, managerCfg **rest.Config, c *client.Client) error {
+// Start starts a control plane as Run does (the CRDs of the repository at
+// root, config/rbac applied, the managers' requests in an audit log) for a
+// caller that decides when it stops: the scale benchmark starts a fresh
+// one for each size. Stop stops it and removes its files.
+func Start(root string) (*Env, error) {
+	assets, err := Assets(root)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "crawl-operator-envtest-")
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	e := &Env{env: env, dir: dir}
+	if e.auditLog, err = configureAudit(env, dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	if e.Admin, err = env.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start envtest: %w", err)
+	}
+	if err := e.setUp(root); err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
+	return e, nil
+}
+
+// Stop stops the control plane (etcd's data directory goes with it) and
+// removes the audit log.
+func (e *Env) Stop() error {
+	err := e.env.Stop()
+	return errors.Join(err, os.RemoveAll(e.dir))
+}
+
+func (e *Env) setUp(root string) error {
 	var err error
-	if *c, err = client.New(e.Admin, client.Options{Scheme: Scheme}); err != nil {
+	if e.Client, err = client.New(e.Admin, client.Options{Scheme: Scheme}); err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	if err := bindConfigRBAC(context.Background(), *c, root); err != nil {
+	if err := bindConfigRBAC(context.Background(), e.Client, root); err != nil {
 		return fmt.Errorf("apply config/rbac: %w", err)
 	}
-	*managerCfg, err = e.ServiceAccountConfig(ManagerNamespace, ManagerServiceAccount)
-	return err
+	return nil
 }
+
+// EtcdURL is the client URL of the control plane's etcd, which also serves
+// etcd's /metrics (etcd_mvcc_db_total_size_in_bytes, ...).
+func (e *Env) EtcdURL() string { return e.env.ControlPlane.Etcd.URL.String() }
+
+// EtcdDataDir is etcd's data directory; its database is member/snap/db.
+func (e *Env) EtcdDataDir() string { return e.env.ControlPlane.Etcd.DataDir }

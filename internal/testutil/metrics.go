@@ -1,12 +1,17 @@
 package testutil
 
 import (
+	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Metrics scrapes g (controller-runtime's metrics.Registry, say) and
@@ -19,6 +24,35 @@ func Metrics(t testing.TB, g prometheus.Gatherer) map[string]float64 {
 	if err != nil {
 		t.Fatalf("gather metrics: %v", err)
 	}
+	return samples(families)
+}
+
+// Scrape reads the Prometheus text endpoint at url (a manager process's
+// /metrics, etcd's /metrics) and returns its samples keyed as Metrics keys
+// them. It returns an error rather than failing the test: callers poll it.
+func Scrape(url string) (map[string]float64, error) {
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	byName, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	families := make([]*dto.MetricFamily, 0, len(byName))
+	for _, f := range byName {
+		families = append(families, f)
+	}
+	return samples(families), nil
+}
+
+func samples(families []*dto.MetricFamily) map[string]float64 {
 	out := map[string]float64{}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
@@ -28,6 +62,8 @@ func Metrics(t testing.TB, g prometheus.Gatherer) map[string]float64 {
 				out[key] = m.GetCounter().GetValue()
 			case m.Gauge != nil:
 				out[key] = m.GetGauge().GetValue()
+			case m.Untyped != nil:
+				out[key] = m.GetUntyped().GetValue()
 			case m.Histogram != nil:
 				out[key] = float64(m.GetHistogram().GetSampleCount())
 			}

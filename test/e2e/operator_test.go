@@ -90,26 +90,15 @@ func (c *controlPlane) mustRun(t *testing.T, stdin string, args ...string) strin
 	return out
 }
 
+// buildBinary builds a command of the repository (testutil.BuildBinary).
 func buildBinary(t *testing.T, pkg string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
+	return testutil.BuildBinary(t, repoRoot, pkg)
 }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return testutil.FreeAddr(t)
 }
 
 // startManager runs bin/manager against the cluster and returns the base

@@ -1,0 +1,188 @@
+//go:build scale
+
+package scale
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lohisoft/crawl-operator/internal/testutil"
+)
+
+// managerProcess is bin/manager run as a process of its own, so its
+// resident memory (/proc/PID/status) is its own and not the harness's.
+// Its metrics are served over plain HTTP on loopback for the harness to
+// scrape; it runs outside the cluster, so without the crawler
+// NetworkPolicy, and resolves the egress FCrDNS self-check on a loopback
+// DNS server.
+type managerProcess struct {
+	binary     string
+	kubeconfig string
+	dnsServer  string
+	// storage is the SQLite file of the index backend; it outlives a
+	// restart.
+	storage string
+	// Loopback addresses it listens on.
+	probes, metrics, index, results string
+
+	cmd  *exec.Cmd
+	logs *os.File
+	// done closes when the process has exited, with waitErr.
+	done    chan struct{}
+	waitErr error
+}
+
+// newManagerProcess prepares a manager; start runs it.
+func newManagerProcess(t *testing.T, binary, kubeconfig, dnsServer string) *managerProcess {
+	t.Helper()
+	dir := t.TempDir()
+	logs, err := os.Create(filepath.Join(dir, "manager.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &managerProcess{
+		binary: binary, kubeconfig: kubeconfig, dnsServer: dnsServer,
+		storage: filepath.Join(dir, "index.db"),
+		probes:  testutil.FreeAddr(t), metrics: testutil.FreeAddr(t),
+		index: testutil.FreeAddr(t), results: testutil.FreeAddr(t),
+		logs: logs,
+	}
+	t.Cleanup(func() {
+		m.stop(t)
+		logs.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logs.Name())
+			t.Logf("manager logs (last 8 KiB):\n%s", tail(b, 8<<10))
+		}
+	})
+	return m
+}
+
+func (m *managerProcess) start(t *testing.T) {
+	t.Helper()
+	m.cmd = exec.Command(m.binary,
+		"--metrics-bind-address="+m.metrics, "--metrics-secure=false",
+		"--health-probe-bind-address="+m.probes,
+		"--results-bind-address="+m.results, "--results-url=http://"+m.results,
+		"--index-bind-address="+m.index, "--storage=sqlite://"+m.storage,
+		"--crawler-image=crawler:scale",
+		"--max-crawls-per-node="+strconv.Itoa(slotsPerNode),
+		"--egress-dns-server="+m.dnsServer, "--egress-check-interval=1h",
+		// A manager outside the cluster: no NetworkPolicy can let crawler
+		// Pods reach it.
+		"--crawler-network-policy=false",
+	)
+	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+m.kubeconfig)
+	m.cmd.Stdout, m.cmd.Stderr = m.logs, m.logs
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done, cmd := make(chan struct{}), m.cmd
+	m.done = done
+	go func() {
+		m.waitErr = cmd.Wait()
+		close(done)
+	}()
+}
+
+// stop sends SIGTERM and waits for the manager to exit (SIGKILL after a
+// minute); calling it again does nothing.
+func (m *managerProcess) stop(t *testing.T) {
+	t.Helper()
+	if m.cmd == nil {
+		return
+	}
+	cmd := m.cmd
+	m.cmd = nil
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.done:
+		if m.waitErr != nil {
+			t.Errorf("manager exited: %v", m.waitErr)
+		}
+	case <-time.After(time.Minute):
+		t.Errorf("manager did not stop within a minute of SIGTERM; killed")
+		_ = cmd.Process.Kill()
+		<-m.done
+	}
+}
+
+// running fails when the manager has exited by itself.
+func (m *managerProcess) running() error {
+	if m.cmd == nil {
+		return fmt.Errorf("manager is not running")
+	}
+	select {
+	case <-m.done:
+		return fmt.Errorf("manager exited: %v", m.waitErr)
+	default:
+		return nil
+	}
+}
+
+// ready reports whether /readyz answers 200: the manager is up and its
+// index backend answers (the "index" check is included).
+func (m *managerProcess) ready() bool {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + m.probes + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// rss is the manager's resident memory in bytes (VmRSS).
+func (m *managerProcess) rss() (int64, error) {
+	if err := m.running(); err != nil {
+		return 0, err
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", m.cmd.Process.Pid)
+}
+
+// scrape reads the manager's metrics.
+func (m *managerProcess) scrape() (map[string]float64, error) {
+	return testutil.Scrape("http://" + m.metrics + "/metrics")
+}
+
+// backendBytes is the size of the SQLite index on disk: the database and
+// its write-ahead log.
+func (m *managerProcess) backendBytes() (db, wal int64) {
+	return fileSize(m.storage), fileSize(m.storage + "-wal")
+}
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}

@@ -1,0 +1,64 @@
+//go:build scale
+
+package scale
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
+
+// perSite is the growth from before to after, per site, in bytes.
+func perSite(before, after float64, n int) string {
+	return fmt.Sprintf("%.2f KB", (after-before)/float64(n)/1000)
+}
+
+// writeReport logs the measured table and writes it to $SCALE_REPORT
+// (bin/scale-report.md by default), in the form docs/scale.md quotes.
+func writeReport(t *testing.T, results []*sizeResult) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "Scale benchmark, %s, Go heap and RSS of bin/manager, load = 1-minute load average when measured.\n\n",
+		time.Now().UTC().Format(time.RFC3339))
+	b.WriteString("| N | all reconciled | manager requests while waiting | manager RSS: base / waiting / with results (per site above base) | etcd db: total / in use (per site) | results stored → in backend | restart: ready / syncer pass done | backend db+wal before → after |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "| %d | %s | %s | %s / %s / %s (%s; load %.1f) | %s / %s (%s / %s; load %.1f) | %s | %s / %s | %s → %s |\n",
+			r.n, r.reconcile, r.waiting,
+			mib(r.baseRSS.value), mib(r.waitingRSS.value), mib(r.resultsRSS.value), perSite(r.baseRSS.value, r.resultsRSS.value, r.n), r.resultsRSS.load,
+			mib(r.etcdResults.total), mib(r.etcdResults.inUse),
+			perSite(r.etcdBase.total, r.etcdResults.total, r.n), perSite(r.etcdBase.inUse, r.etcdResults.inUse, r.n), r.etcdResults.load,
+			r.resultsSynced, r.restartReady, r.restartSynced,
+			mib(float64(r.backendBefore[0]+r.backendBefore[1])), mib(float64(r.backendAfter[0]+r.backendAfter[1])))
+	}
+	b.WriteString("\nManager requests while waiting, by kind:\n\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "- N=%d: %s\n", r.n, strings.Join(r.waiting.top, ", "))
+	}
+	fmt.Fprintf(&b, "\nManager Go heap in use with results: ")
+	for i, r := range results {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "N=%d %s", r.n, mib(r.heapResults))
+	}
+	b.WriteString("\n")
+	t.Logf("\n%s", b.String())
+
+	path := os.Getenv("SCALE_REPORT")
+	if path == "" {
+		path = filepath.Join(repoRoot, "bin", "scale-report.md")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report written to %s", path)
+}

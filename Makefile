@@ -73,6 +73,13 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 2m; failures land in t
 bench: ## Run the benchmarks.
 	go test -run '^$$' -bench . -benchmem ./...
 
+SCALE_N ?= 1000 5000 20000
+SCALE_PHASE_TIMEOUT ?= 15m
+
+.PHONY: scale
+scale: k8s-bin build ## Run the scale benchmark (test/scale) for each SCALE_N (default 1000 5000 20000) CrawlTargets; table in bin/scale-report.md, figures in docs/scale.md.
+	SCALE_N="$(SCALE_N)" SCALE_PHASE_TIMEOUT=$(SCALE_PHASE_TIMEOUT) go test -tags scale -count=1 -timeout 6h -v ./test/scale
+
 ##@ Run
 
 REAL_NODE ?=

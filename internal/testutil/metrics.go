@@ -31,7 +31,12 @@ func Metrics(t testing.TB, g prometheus.Gatherer) map[string]float64 {
 // /metrics, etcd's /metrics) and returns its samples keyed as Metrics keys
 // them. It returns an error rather than failing the test: callers poll it.
 func Scrape(url string) (map[string]float64, error) {
-	c := &http.Client{Timeout: 30 * time.Second}
+	return ScrapeWith(&http.Client{Timeout: 30 * time.Second}, url)
+}
+
+// ScrapeWith is Scrape with an HTTP client of the caller's: one that
+// authenticates to the API server's /metrics, say (rest.HTTPClientFor).
+func ScrapeWith(c *http.Client, url string) (map[string]float64, error) {
 	resp, err := c.Get(url)
 	if err != nil {
 		return nil, err

@@ -99,6 +99,29 @@ func etcdDB(env *testenv.Env) (etcdSize, error) {
 	}, nil
 }
 
+// controlPlaneRSS is the resident memory of the API server (its watch
+// cache holds every CrawlTarget and SiteIndex) and of etcd, from their own
+// process_resident_memory_bytes.
+type controlPlaneRSS struct {
+	apiserver, etcd float64
+}
+
+func controlPlaneMemory(env *testenv.Env) (controlPlaneRSS, error) {
+	hc, err := rest.HTTPClientFor(env.Admin)
+	if err != nil {
+		return controlPlaneRSS{}, err
+	}
+	api, err := testutil.ScrapeWith(hc, strings.TrimSuffix(env.Admin.Host, "/")+"/metrics")
+	if err != nil {
+		return controlPlaneRSS{}, err
+	}
+	etcd, err := testutil.Scrape(env.EtcdURL() + "/metrics")
+	if err != nil {
+		return controlPlaneRSS{}, err
+	}
+	return controlPlaneRSS{apiserver: api["process_resident_memory_bytes"], etcd: etcd["process_resident_memory_bytes"]}, nil
+}
+
 // requestRate is what the manager asked of the API server in a window,
 // from the audit log: every request of a ServiceAccount, which only the
 // manager is here.

@@ -47,6 +47,13 @@ func writeReport(t *testing.T, results []*sizeResult) {
 		}
 		fmt.Fprintf(&b, "N=%d %s", r.n, mib(r.heapResults))
 	}
+	b.WriteString("\nControl plane memory with results (RSS): ")
+	for i, r := range results {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "N=%d kube-apiserver %s, etcd %s", r.n, mib(r.controlPlane.apiserver), mib(r.controlPlane.etcd))
+	}
 	b.WriteString("\n")
 	t.Logf("\n%s", b.String())
 

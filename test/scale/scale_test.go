@@ -140,6 +140,8 @@ type sizeResult struct {
 	// heapResults is the manager's Go heap in use with the results.
 	heapResults           float64
 	etcdBase, etcdResults etcdSize
+	// controlPlane is the API server's and etcd's memory with the results.
+	controlPlane controlPlaneRSS
 	// resultsSynced: from the first result stored until the syncer wrote
 	// them all into the backend.
 	resultsSynced timed
@@ -207,6 +209,10 @@ func benchmarkSize(t *testing.T, binary string, r *sizeResult) {
 		r.heapResults = metrics["go_memstats_heap_inuse_bytes"]
 	}
 	r.etcdResults = etcdSample(t, env)
+	if r.controlPlane, err = controlPlaneMemory(env); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("with results: kube-apiserver RSS %s, etcd RSS %s", mib(r.controlPlane.apiserver), mib(r.controlPlane.etcd))
 	t.Logf("with results: manager RSS %s (Go heap in use %s), etcd %s (in use %s)",
 		mib(r.resultsRSS.value), mib(r.heapResults), mib(r.etcdResults.total), mib(r.etcdResults.inUse))
 

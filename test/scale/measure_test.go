@@ -40,11 +40,13 @@ type timed struct {
 	load  float64
 	done  bool
 	limit time.Duration
+	// progress is how far it got when it was cut off.
+	progress string
 }
 
 func (p timed) String() string {
 	if !p.done {
-		return fmt.Sprintf("did not finish within %s", p.limit)
+		return fmt.Sprintf("did not finish within %s (%s)", p.limit, p.progress)
 	}
 	return fmt.Sprintf("%.1f s (load %.1f)", p.took.Seconds(), p.load)
 }
@@ -67,7 +69,7 @@ func waitFor(t *testing.T, what string, start time.Time, limit, interval time.Du
 		}
 		if time.Since(start) > limit {
 			t.Logf("%s: did not finish within %s: %s", what, limit, progress)
-			return timed{load: load1(), limit: limit}
+			return timed{load: load1(), limit: limit, progress: progress}
 		}
 		if time.Since(lastLog) > 15*time.Second {
 			t.Logf("%s: %s after %.0f s (load %.1f)", what, progress, time.Since(start).Seconds(), load1())
@@ -99,27 +101,39 @@ func etcdDB(env *testenv.Env) (etcdSize, error) {
 	}, nil
 }
 
-// controlPlaneRSS is the resident memory of the API server (its watch
-// cache holds every CrawlTarget and SiteIndex) and of etcd, from their own
-// process_resident_memory_bytes.
-type controlPlaneRSS struct {
-	apiserver, etcd float64
+// usage is what the API server (its watch cache holds every CrawlTarget
+// and SiteIndex), etcd and the manager have used so far: resident memory
+// and CPU seconds, from their own process_* metrics.
+type usage struct {
+	apiserverRSS, etcdRSS             float64
+	apiserverCPU, etcdCPU, managerCPU float64
 }
 
-func controlPlaneMemory(env *testenv.Env) (controlPlaneRSS, error) {
+func processUsage(env *testenv.Env, m *managerProcess) (usage, error) {
 	hc, err := rest.HTTPClientFor(env.Admin)
 	if err != nil {
-		return controlPlaneRSS{}, err
+		return usage{}, err
 	}
 	api, err := testutil.ScrapeWith(hc, strings.TrimSuffix(env.Admin.Host, "/")+"/metrics")
 	if err != nil {
-		return controlPlaneRSS{}, err
+		return usage{}, err
 	}
 	etcd, err := testutil.Scrape(env.EtcdURL() + "/metrics")
 	if err != nil {
-		return controlPlaneRSS{}, err
+		return usage{}, err
 	}
-	return controlPlaneRSS{apiserver: api["process_resident_memory_bytes"], etcd: etcd["process_resident_memory_bytes"]}, nil
+	mgr, err := m.scrape()
+	if err != nil {
+		return usage{}, err
+	}
+	const rss, cpu = "process_resident_memory_bytes", "process_cpu_seconds_total"
+	return usage{apiserverRSS: api[rss], etcdRSS: etcd[rss], apiserverCPU: api[cpu], etcdCPU: etcd[cpu], managerCPU: mgr[cpu]}, nil
+}
+
+// cpuSince is the CPU seconds each process used from u0 to u.
+func (u usage) cpuSince(u0 usage) string {
+	return fmt.Sprintf("CPU: manager %.0f s, kube-apiserver %.0f s, etcd %.0f s",
+		u.managerCPU-u0.managerCPU, u.apiserverCPU-u0.apiserverCPU, u.etcdCPU-u0.etcdCPU)
 }
 
 // requestRate is what the manager asked of the API server in a window,

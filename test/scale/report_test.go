@@ -47,14 +47,10 @@ func writeReport(t *testing.T, results []*sizeResult) {
 		}
 		fmt.Fprintf(&b, "N=%d %s", r.n, mib(r.heapResults))
 	}
-	b.WriteString("\nControl plane memory with results (RSS): ")
-	for i, r := range results {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "N=%d kube-apiserver %s, etcd %s", r.n, mib(r.controlPlane.apiserver), mib(r.controlPlane.etcd))
+	b.WriteString("\nControl plane memory with results (RSS), and the CPU each process used until all were reconciled:\n\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "- N=%d: kube-apiserver %s, etcd %s; %s\n", r.n, mib(r.withResults.apiserverRSS), mib(r.withResults.etcdRSS), r.reconcileCPU)
 	}
-	b.WriteString("\n")
 	t.Logf("\n%s", b.String())
 
 	path := os.Getenv("SCALE_REPORT")

@@ -140,8 +140,11 @@ type sizeResult struct {
 	// heapResults is the manager's Go heap in use with the results.
 	heapResults           float64
 	etcdBase, etcdResults etcdSize
-	// controlPlane is the API server's and etcd's memory with the results.
-	controlPlane controlPlaneRSS
+	// reconcileCPU is the CPU each process used until all were
+	// reconciled (or the phase was cut off).
+	reconcileCPU string
+	// withResults is the processes' memory with the results.
+	withResults usage
 	// resultsSynced: from the first result stored until the syncer wrote
 	// them all into the backend.
 	resultsSynced timed
@@ -189,8 +192,10 @@ func benchmarkSize(t *testing.T, binary string, r *sizeResult) {
 	r.etcdBase = etcdSample(t, env)
 	t.Logf("baseline: manager RSS %s, etcd %s", mib(r.baseRSS.value), mib(r.etcdBase.total))
 
+	before := usageSample(t, env, m)
 	r.reconcile = applyTargets(t, admin, w, m, n)
-	t.Logf("reconciled: %s", r.reconcile)
+	r.reconcileCPU = usageSample(t, env, m).cpuSince(before)
+	t.Logf("reconciled: %s; %s", r.reconcile, r.reconcileCPU)
 	if r.reconcile.done {
 		checkWaiting(t, ctx, admin, w, n)
 	}
@@ -209,10 +214,8 @@ func benchmarkSize(t *testing.T, binary string, r *sizeResult) {
 		r.heapResults = metrics["go_memstats_heap_inuse_bytes"]
 	}
 	r.etcdResults = etcdSample(t, env)
-	if r.controlPlane, err = controlPlaneMemory(env); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("with results: kube-apiserver RSS %s, etcd RSS %s", mib(r.controlPlane.apiserver), mib(r.controlPlane.etcd))
+	r.withResults = usageSample(t, env, m)
+	t.Logf("with results: kube-apiserver RSS %s, etcd RSS %s", mib(r.withResults.apiserverRSS), mib(r.withResults.etcdRSS))
 	t.Logf("with results: manager RSS %s (Go heap in use %s), etcd %s (in use %s)",
 		mib(r.resultsRSS.value), mib(r.heapResults), mib(r.etcdResults.total), mib(r.etcdResults.inUse))
 
@@ -276,6 +279,15 @@ func rssSample(t *testing.T, m *managerProcess) sample {
 		t.Fatal(err)
 	}
 	return sample{value: float64(b), load: load1()}
+}
+
+func usageSample(t *testing.T, env *testenv.Env, m *managerProcess) usage {
+	t.Helper()
+	u, err := processUsage(env, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 func etcdSample(t *testing.T, env *testenv.Env) etcdSize {

@@ -139,7 +139,9 @@ type sizeResult struct {
 	baseRSS, waitingRSS, resultsRSS sample
 	// heapResults is the manager's Go heap in use with the results.
 	heapResults           float64
-	etcdBase, etcdResults etcdSize
+	// etcd before any target, while they wait (targets, empty
+	// SiteIndexes, Events), and with the results.
+	etcdBase, etcdWaiting, etcdResults etcdSize
 	// reconcileCPU is the CPU each process used until all were
 	// reconciled (or the phase was cut off).
 	reconcileCPU string
@@ -201,7 +203,9 @@ func benchmarkSize(t *testing.T, binary string, r *sizeResult) {
 	}
 
 	r.waiting, r.waitingRSS = measureWaiting(t, env, m)
-	t.Logf("waiting: %s, top %v; manager RSS %s", r.waiting, r.waiting.top, mib(r.waitingRSS.value))
+	r.etcdWaiting = etcdSample(t, env)
+	t.Logf("waiting: %s, top %v; manager RSS %s; etcd %s (in use %s)", r.waiting, r.waiting.top,
+		mib(r.waitingRSS.value), mib(r.etcdWaiting.total), mib(r.etcdWaiting.inUse))
 
 	r.resultsSynced = storeResults(t, admin, m, n)
 	t.Logf("results in the index: %s", r.resultsSynced)

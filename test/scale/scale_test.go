@@ -138,7 +138,7 @@ type sizeResult struct {
 	// every SiteIndex holds a realistic result.
 	baseRSS, waitingRSS, resultsRSS sample
 	// heapResults is the manager's Go heap in use with the results.
-	heapResults           float64
+	heapResults float64
 	// etcd before any target, while they wait (targets, empty
 	// SiteIndexes, Events), and with the results.
 	etcdBase, etcdWaiting, etcdResults etcdSize

@@ -42,8 +42,9 @@ fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: vet
-vet: ## go vet the tree.
+vet: ## go vet the tree, the scale benchmark (build tag scale) included.
 	go vet ./...
+	go vet -tags scale ./test/scale
 
 .PHONY: build
 build: ## Build bin/manager, bin/crawler and the dev tools (bin/devcluster, bin/samplesite).

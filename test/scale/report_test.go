@@ -47,6 +47,14 @@ func writeReport(t *testing.T, results []*sizeResult) {
 		}
 		fmt.Fprintf(&b, "N=%d %s", r.n, mib(r.heapResults))
 	}
+	b.WriteString("\netcd while the targets wait, before results (targets, empty SiteIndexes, Events): ")
+	for i, r := range results {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "N=%d %s (%s per site)", r.n, mib(r.etcdWaiting.total), perSite(r.etcdBase.total, r.etcdWaiting.total, r.n))
+	}
+	b.WriteString("\n")
 	b.WriteString("\nControl plane memory with results (RSS), and the CPU each process used until all were reconciled:\n\n")
 	for _, r := range results {
 		fmt.Fprintf(&b, "- N=%d: kube-apiserver %s, etcd %s; %s\n", r.n, mib(r.withResults.apiserverRSS), mib(r.withResults.etcdRSS), r.reconcileCPU)

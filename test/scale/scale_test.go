@@ -166,30 +166,7 @@ type sample struct {
 func benchmarkSize(t *testing.T, binary string, r *sizeResult) {
 	ctx := context.Background()
 	n := r.n
-	env := startControlPlane(t)
-	admin := adminClient(t, env)
-	zone := dnstest.Zone{A: map[string][]string{}, PTR: map[string][]string{}}
-	for _, node := range egressNodes {
-		testutil.CreateEgressNode(t, admin, node.name, node.ip)
-		zone.A[node.host] = []string{node.ip}
-		zone.PTR[node.ip] = []string{node.host}
-	}
-	dns := dnstest.Start(t, zone)
-	if err := testenv.EnsureNamespace(ctx, admin, namespace); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := env.ServiceAccountKubeconfig(testenv.ManagerNamespace, testenv.ManagerServiceAccount)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := newManagerProcess(t, binary, kubeconfig, dns.Addr)
-	m.start(t)
-	if p := waitFor(t, "manager ready", time.Now(), time.Minute, 100*time.Millisecond, readyCheck(m)); !p.done {
-		t.Fatal("the manager did not become ready")
-	}
-	w := startWatcher(t, env.Admin)
-
-	time.Sleep(settle)
+	env, admin, m, w := startSize(t, binary)
 	r.baseRSS = rssSample(t, m)
 	r.etcdBase = etcdSample(t, env)
 	t.Logf("baseline: manager RSS %s, etcd %s", mib(r.baseRSS.value), mib(r.etcdBase.total))
@@ -212,16 +189,7 @@ func benchmarkSize(t *testing.T, binary string, r *sizeResult) {
 	if r.resultsSynced.done {
 		checkIndexed(t, m, n)
 	}
-	time.Sleep(settle)
-	r.resultsRSS = rssSample(t, m)
-	if metrics, err := m.scrape(); err == nil {
-		r.heapResults = metrics["go_memstats_heap_inuse_bytes"]
-	}
-	r.etcdResults = etcdSample(t, env)
-	r.withResults = usageSample(t, env, m)
-	t.Logf("with results: kube-apiserver RSS %s, etcd RSS %s", mib(r.withResults.apiserverRSS), mib(r.withResults.etcdRSS))
-	t.Logf("with results: manager RSS %s (Go heap in use %s), etcd %s (in use %s)",
-		mib(r.resultsRSS.value), mib(r.heapResults), mib(r.etcdResults.total), mib(r.etcdResults.inUse))
+	measureWithResults(t, env, m, r)
 
 	restart(t, m, r)
 	t.Logf("restart: ready %s, index rewritten %s; backend %v -> %v bytes (db, wal)",
@@ -229,6 +197,53 @@ func benchmarkSize(t *testing.T, binary string, r *sizeResult) {
 	if r.restartSynced.done {
 		checkIndexed(t, m, n)
 	}
+}
+
+// startSize starts what one size runs on: a control plane with two egress
+// Nodes, a DNS server that verifies them, the manager (ready, then left
+// settle to reach its baseline) and the harness's watcher.
+func startSize(t *testing.T, binary string) (*testenv.Env, client.Client, *managerProcess, *watcher) {
+	t.Helper()
+	env := startControlPlane(t)
+	admin := adminClient(t, env)
+	zone := dnstest.Zone{A: map[string][]string{}, PTR: map[string][]string{}}
+	for _, node := range egressNodes {
+		testutil.CreateEgressNode(t, admin, node.name, node.ip)
+		zone.A[node.host] = []string{node.ip}
+		zone.PTR[node.ip] = []string{node.host}
+	}
+	dns := dnstest.Start(t, zone)
+	if err := testenv.EnsureNamespace(context.Background(), admin, namespace); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := env.ServiceAccountKubeconfig(testenv.ManagerNamespace, testenv.ManagerServiceAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newManagerProcess(t, binary, kubeconfig, dns.Addr)
+	m.start(t)
+	if p := waitFor(t, "manager ready", time.Now(), time.Minute, 100*time.Millisecond, readyCheck(m)); !p.done {
+		t.Fatal("the manager did not become ready")
+	}
+	w := startWatcher(t, env.Admin)
+	time.Sleep(settle)
+	return env, admin, m, w
+}
+
+// measureWithResults samples memory and etcd once every SiteIndex holds
+// its result (after settle, so the syncer's work is done).
+func measureWithResults(t *testing.T, env *testenv.Env, m *managerProcess, r *sizeResult) {
+	t.Helper()
+	time.Sleep(settle)
+	r.resultsRSS = rssSample(t, m)
+	if metrics, err := m.scrape(); err == nil {
+		r.heapResults = metrics["go_memstats_heap_inuse_bytes"]
+	}
+	r.etcdResults = etcdSample(t, env)
+	r.withResults = usageSample(t, env, m)
+	t.Logf("with results: manager RSS %s (Go heap in use %s), etcd %s (in use %s); kube-apiserver RSS %s, etcd RSS %s",
+		mib(r.resultsRSS.value), mib(r.heapResults), mib(r.etcdResults.total), mib(r.etcdResults.inUse),
+		mib(r.withResults.apiserverRSS), mib(r.withResults.etcdRSS))
 }
 
 // startControlPlane starts a kube-apiserver and etcd for one size, with

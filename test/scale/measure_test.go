@@ -132,7 +132,7 @@ func processUsage(env *testenv.Env, m *managerProcess) (usage, error) {
 
 // cpuSince is the CPU seconds each process used from u0 to u.
 func (u usage) cpuSince(u0 usage) string {
-	return fmt.Sprintf("CPU: manager %.0f s, kube-apiserver %.0f s, etcd %.0f s",
+	return fmt.Sprintf("CPU: manager %.1f s, kube-apiserver %.1f s, etcd %.1f s",
 		u.managerCPU-u0.managerCPU, u.apiserverCPU-u0.apiserverCPU, u.etcdCPU-u0.etcdCPU)
 }
 

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -427,7 +428,17 @@ func storeResults(t *testing.T, c client.Client, m *managerProcess, n int) timed
 	upserts := before["crawl_operator_index_sync_upserts_total"]
 	now := time.Now()
 	start := time.Now()
-	if err := forEach(n, func(i int) error { return giveResult(ctx, c, n, i, now) }); err != nil {
+	err = forEach(n, func(i int) error {
+		err := giveResult(ctx, c, n, i, now)
+		// When the first pass was cut off, the manager is still creating
+		// SiteIndexes: a site gets its result once its SiteIndex exists.
+		for apierrors.IsNotFound(err) && time.Since(start) < phaseLimit {
+			time.Sleep(time.Second)
+			err = giveResult(ctx, c, n, i, now)
+		}
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d results stored in %.1f s (load %.1f)", n, time.Since(start).Seconds(), load1())

@@ -232,8 +232,9 @@ type Request struct {
 	Code        int
 	// URI is the request's path and query.
 	URI string
-	// Received is when the API server received the request.
-	Received time.Time
+	// Received is when the API server received the request, Completed
+	// when it had sent the whole response.
+	Received, Completed time.Time
 }
 
 // Permission names what RBAC checks: verb on group/resource[/subresource].
@@ -312,11 +313,12 @@ func (e *Env) RequestsFrom(offset int64) ([]Request, error) {
 			return nil, err
 		}
 		var ev struct {
-			Stage    string    `json:"stage"`
-			Verb     string    `json:"verb"`
-			Received time.Time `json:"requestReceivedTimestamp"`
-			URI      string    `json:"requestURI"`
-			User     struct {
+			Stage     string    `json:"stage"`
+			Verb      string    `json:"verb"`
+			Received  time.Time `json:"requestReceivedTimestamp"`
+			Completed time.Time `json:"stageTimestamp"`
+			URI       string    `json:"requestURI"`
+			User      struct {
 				Username string `json:"username"`
 			} `json:"user"`
 			ObjectRef *struct {
@@ -339,7 +341,8 @@ func (e *Env) RequestsFrom(offset int64) ([]Request, error) {
 		}
 		r := Request{User: ev.User.Username, Verb: ev.Verb, Group: ev.ObjectRef.APIGroup,
 			Resource: ev.ObjectRef.Resource, Subresource: ev.ObjectRef.Subresource,
-			Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name, URI: ev.URI, Received: ev.Received}
+			Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name, URI: ev.URI,
+			Received: ev.Received, Completed: ev.Completed}
 		if ev.ResponseStatus != nil {
 			r.Code = ev.ResponseStatus.Code
 		}

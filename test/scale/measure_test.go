@@ -157,24 +157,30 @@ func measureRequests(env *testenv.Env, offset int64, from, to time.Time) (reques
 	if err != nil {
 		return requestRate{}, err
 	}
-	kinds := map[string]int{}
+	// Per kind of request: how many, and how long the API server took
+	// to answer them.
+	count := map[string]int{}
+	took := map[string]time.Duration{}
 	total := 0
 	for _, r := range reqs {
 		if r.Received.Before(from) || !r.Received.Before(to) {
 			continue
 		}
 		total++
-		kinds[r.Permission().String()]++
+		kind := r.Permission().String()
+		count[kind]++
+		took[kind] += r.Completed.Sub(r.Received)
 	}
 	secs := to.Sub(from).Seconds()
-	names := make([]string, 0, len(kinds))
-	for k := range kinds {
-		names = append(names, k)
+	kinds := make([]string, 0, len(count))
+	for k := range count {
+		kinds = append(kinds, k)
 	}
-	sort.Slice(names, func(i, j int) bool { return kinds[names[i]] > kinds[names[j]] })
+	sort.Slice(kinds, func(i, j int) bool { return count[kinds[i]] > count[kinds[j]] })
 	out := requestRate{perSecond: float64(total) / secs, load: load1()}
-	for _, k := range names[:min(4, len(names))] {
-		out.top = append(out.top, fmt.Sprintf("%s %.1f/s", k, float64(kinds[k])/secs))
+	for _, k := range kinds[:min(4, len(kinds))] {
+		mean := took[k] / time.Duration(count[k])
+		out.top = append(out.top, fmt.Sprintf("%s %.1f/s (%.1f ms each)", k, float64(count[k])/secs, float64(mean.Microseconds())/1000))
 	}
 	return out, nil
 }

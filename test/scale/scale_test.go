@@ -133,6 +133,8 @@ type sizeResult struct {
 	// reconcile: from the first create until every target is reconciled
 	// with its SiteIndex.
 	reconcile timed
+	// firstPass: the manager's requests until all were reconciled.
+	firstPass requestRate
 	// waiting: the manager's requests while n-8 targets wait for a slot.
 	waiting requestRate
 	// rss of the manager before any target, while they wait, and once
@@ -173,9 +175,17 @@ func benchmarkSize(t *testing.T, binary string, r *sizeResult) {
 	t.Logf("baseline: manager RSS %s, etcd %s", mib(r.baseRSS.value), mib(r.etcdBase.total))
 
 	before := usageSample(t, env, m)
+	offset, err := env.AuditOffset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Now()
 	r.reconcile = applyTargets(t, admin, w, m, n)
 	r.reconcileCPU = usageSample(t, env, m).cpuSince(before)
-	t.Logf("reconciled: %s; %s", r.reconcile, r.reconcileCPU)
+	if r.firstPass, err = measureRequests(env, offset, from, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reconciled: %s; %s; requests %s, top %v", r.reconcile, r.reconcileCPU, r.firstPass, r.firstPass.top)
 	if r.reconcile.done {
 		checkWaiting(t, ctx, admin, w, n)
 	}

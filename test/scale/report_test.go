@@ -56,9 +56,11 @@ func writeReport(t *testing.T, results []*sizeResult) {
 		fmt.Fprintf(&b, "N=%d %s (%s per site)", r.n, mib(r.etcdWaiting.total), perSite(r.etcdBase.total, r.etcdWaiting.total, r.n))
 	}
 	b.WriteString("\n")
-	b.WriteString("\nControl plane memory with results (RSS), and the CPU each process used until all were reconciled:\n\n")
+	b.WriteString("\nControl plane memory (RSS) before any target → with results, and the CPU each process used until all were reconciled:\n\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "- N=%d: kube-apiserver %s, etcd %s; %s\n", r.n, mib(r.withResults.apiserverRSS), mib(r.withResults.etcdRSS), r.reconcileCPU)
+		fmt.Fprintf(&b, "- N=%d: kube-apiserver %s → %s (%s per site), etcd %s → %s (%s per site); %s\n", r.n,
+			mib(r.baseUsage.apiserverRSS), mib(r.withResults.apiserverRSS), perSite(r.baseUsage.apiserverRSS, r.withResults.apiserverRSS, r.n),
+			mib(r.baseUsage.etcdRSS), mib(r.withResults.etcdRSS), perSite(r.baseUsage.etcdRSS, r.withResults.etcdRSS, r.n), r.reconcileCPU)
 	}
 	t.Logf("\n%s", b.String())
 

@@ -148,8 +148,9 @@ type sizeResult struct {
 	// reconcileCPU is the CPU each process used until all were
 	// reconciled (or the phase was cut off).
 	reconcileCPU string
-	// withResults is the processes' memory with the results.
-	withResults usage
+	// baseUsage and withResults are the processes' memory before any
+	// target and with the results.
+	baseUsage, withResults usage
 	// resultsSynced: from the first result stored until the syncer wrote
 	// them all into the backend.
 	resultsSynced timed
@@ -175,6 +176,7 @@ func benchmarkSize(t *testing.T, binary string, r *sizeResult) {
 	t.Logf("baseline: manager RSS %s, etcd %s", mib(r.baseRSS.value), mib(r.etcdBase.total))
 
 	before := usageSample(t, env, m)
+	r.baseUsage = before
 	offset, err := env.AuditOffset()
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ func TestPlan(t *testing.T) {
 			want:    map[string]string{"old": "a"},
 		},
 		{
-			name: "same due time: namespace/name decides",
+			name:    "same due time: namespace/name decides",
 			waiters: []Waiter{waiter("b", 1, "b.example", ""), waiter("a", 1, "a.example", "")},
 			running: []Slot{slot("p1", "a", "r1"), slot("p2", "b", "r2"), slot("p3", "b", "r3")},
 			nodes:   twoNodes,

@@ -25,7 +25,9 @@ func crawlerPod(name, node, host string, phase corev1.PodPhase) *corev1.Pod {
 	}
 }
 
-func podKey(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: name} }
+func podKey(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "ns", Name: name}
+}
 
 // woken records wake-ups.
 type woken struct {

@@ -874,8 +874,11 @@ func (r *CrawlTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&crawlv1.CrawlTarget{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&corev1.Pod{}).
-		Owns(&crawlv1.SiteIndex{}).
+		// The reconciler creates its Pods and SiteIndexes itself, so their
+		// creation is no news to it; reacting would only reconcile again
+		// against a cache that has not seen the status just written.
+		Owns(&corev1.Pod{}, builder.WithPredicates(notCreated)).
+		Owns(&crawlv1.SiteIndex{}, builder.WithPredicates(notCreated)).
 		Watches(&crawlv1.Exclusion{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfExclusion)).
 		// When a site's owner goes away or moves to another site, its
 		// duplicates take over.
@@ -889,6 +892,9 @@ func (r *CrawlTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("crawltarget").
 		Complete(r)
 }
+
+// notCreated passes every event but a creation.
+var notCreated = predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
 
 // podsToQueue feeds the crawl queue's ledger with every crawler Pod the
 // operator manages, as the cache shows it.

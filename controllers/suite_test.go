@@ -73,6 +73,9 @@ type operatorOptions struct {
 	egress        egress.Selector
 	// noNetworkPolicy turns --crawler-network-policy off.
 	noNetworkPolicy bool
+	// namespaces confines the manager (--watch-namespaces), so targets
+	// other tests left behind do not compete for its slots.
+	namespaces []string
 }
 
 // The manager's namespace and results port as the crawler NetworkPolicy
@@ -100,6 +103,7 @@ func startOperator(t *testing.T, opts operatorOptions) *harness {
 		o.Index.Egress.Selector = opts.egress
 	}
 	o.NetworkPolicy.Enabled = !opts.noNetworkPolicy
+	o.Manager.WatchNamespaces = opts.namespaces
 	o.NetworkPolicy.ManagerNamespace = managerNamespace
 	o.NetworkPolicy.ResultsPort = resultsPort
 	clk := clocktesting.NewFakeClock(time.Now())

@@ -58,6 +58,7 @@ const (
 // is from creating the first of the 16 CrawlTargets to seeing the last
 // one Ready.
 func TestMakespan(t *testing.T) {
+	testenv.SetLogger()
 	c := startMakespanCluster(t)
 	startMakespanManager(t, c)
 	for i, delay := range []time.Duration{time.Second, 100 * time.Millisecond} {

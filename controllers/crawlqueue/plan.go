@@ -101,7 +101,7 @@ func LoadOf(slots []Slot) Load {
 // for it among the slots still free and claims its host, so an older
 // waiter always gets a slot or a host before a younger one. It stops at
 // the first point where no slot is left anywhere.
-func Plan(waiters []Waiter, load Load, nodes []egress.Node, maxPerNode int) map[types.NamespacedName]egress.Node {
+func Plan(waiters []*Waiter, load Load, nodes []egress.Node, maxPerNode int) map[types.NamespacedName]egress.Node {
 	planned := withLoad(nodes, load)
 	free := 0
 	for _, n := range planned {

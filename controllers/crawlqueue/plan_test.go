@@ -26,9 +26,12 @@ func slot(pod, node, host string) Slot {
 
 var twoNodes = []egress.Node{{Name: "a", IP: "79.139.58.98"}, {Name: "b", IP: "79.139.58.121"}}
 
-func sortWaiters(ws []Waiter) []Waiter {
-	out := append([]Waiter(nil), ws...)
-	sort.Slice(out, func(i, j int) bool { return out[i].before(out[j]) })
+func sortWaiters(ws []Waiter) []*Waiter {
+	var out []*Waiter
+	for i := range ws {
+		out = append(out, &ws[i])
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].before(*out[j]) })
 	return out
 }
 

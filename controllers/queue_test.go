@@ -262,3 +262,21 @@ func TestRestartedManagerKeepsTheSlots(t *testing.T) {
 		return nil
 	})
 }
+
+// A target waiting for an egress node starts as soon as one joins.
+func TestWaitingForANodeStartsWhenOneJoins(t *testing.T) {
+	ns := ownNamespace(t)
+	startOperator(t, operatorOptions{namespaces: []string{ns}})
+	ct := createTarget(t, ns, "lonely", "https://lonely.join.example.com/")
+	waitReady(t, ct, metav1.ConditionFalse, crawlv1.ReasonNoEgressNode)
+	settle()
+	createEgressNode(t, "egress-join", "79.139.58.98")
+	joined := time.Now()
+	pod := waitPod(t, ct, 1)
+	if d := time.Since(joined); d > 5*time.Second {
+		t.Errorf("the waiting target started %s after an egress node joined; it must be woken, not wait for a timer", d)
+	}
+	if pod.Annotations[crawlpod.AnnotationEgressNode] != "egress-join" {
+		t.Errorf("pod on %q, want egress-join", pod.Annotations[crawlpod.AnnotationEgressNode])
+	}
+}

@@ -65,7 +65,7 @@ func TestQueueAtScale(t *testing.T) {
 	close(names)
 	wg.Wait()
 	created := time.Since(start)
-	eventually := func(what string, check func() error) {
+	eventually := func(what string, every time.Duration, check func() error) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Minute)
 		for {
@@ -76,10 +76,10 @@ func TestQueueAtScale(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: %v", what, err)
 			}
-			time.Sleep(time.Second)
+			time.Sleep(every)
 		}
 	}
-	eventually("every target reconciled with a SiteIndex", func() error {
+	eventually("every target reconciled with a SiteIndex", time.Second, func() error {
 		var targets crawlv1.CrawlTargetList
 		if err := k8s.List(ctx, &targets, client.InNamespace(ns)); err != nil {
 			return err
@@ -138,7 +138,7 @@ func TestQueueAtScale(t *testing.T) {
 	})
 	setPodPhase(t, &running, corev1.PodFailed, 1)
 	freed := time.Now()
-	eventually("the next crawl", func() error {
+	eventually("the next crawl", 50*time.Millisecond, func() error {
 		var pods corev1.PodList
 		if err := k8s.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 			return err

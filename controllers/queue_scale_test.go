@@ -23,7 +23,8 @@ import (
 
 // TestQueueAtScale measures the crawl queue with thousands of waiting
 // targets (QUEUE_SCALE_TARGETS, default 5,000) on one egress node of one
-// slot: how long until every target is reconciled, how many requests the
+// slot (QUEUE_SCALE_WORKERS sets --max-concurrent-reconciles): how long
+// until every target is reconciled, how many requests the
 // manager sends while they wait and nothing changes, and how soon the
 // oldest starts once the slot frees. It logs figures; it asserts only that
 // at most one crawl runs.
@@ -37,9 +38,16 @@ func TestQueueAtScale(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	workers := 0 // the default
+	if v := os.Getenv("QUEUE_SCALE_WORKERS"); v != "" {
+		var err error
+		if workers, err = strconv.Atoi(v); err != nil {
+			t.Fatal(err)
+		}
+	}
 	createEgressNode(t, "egress-scale", "79.139.58.98")
 	ns := ownNamespace(t)
-	op := startOperator(t, operatorOptions{maxPerNode: 1, namespaces: []string{ns}})
+	op := startOperator(t, operatorOptions{maxPerNode: 1, namespaces: []string{ns}, workers: workers})
 	ctx := context.Background()
 
 	start := time.Now()

@@ -76,6 +76,8 @@ type operatorOptions struct {
 	// namespaces confines the manager (--watch-namespaces), so targets
 	// other tests left behind do not compete for its slots.
 	namespaces []string
+	// workers, when set, is --max-concurrent-reconciles.
+	workers int
 }
 
 // The manager's namespace and results port as the crawler NetworkPolicy
@@ -104,6 +106,9 @@ func startOperator(t *testing.T, opts operatorOptions) *harness {
 	}
 	o.NetworkPolicy.Enabled = !opts.noNetworkPolicy
 	o.Manager.WatchNamespaces = opts.namespaces
+	if opts.workers != 0 {
+		o.Manager.MaxConcurrentReconciles = opts.workers
+	}
 	o.NetworkPolicy.ManagerNamespace = managerNamespace
 	o.NetworkPolicy.ResultsPort = resultsPort
 	clk := clocktesting.NewFakeClock(time.Now())

@@ -93,7 +93,7 @@ func TestRestConfigTakesTheRateLimits(t *testing.T) {
 	if kept := parse(t, "--kube-api-qps=0").Manager.restConfig(given); kept.QPS != 7 || kept.Burst != 9 {
 		t.Errorf("--kube-api-qps=0: QPS %v burst %d, want the kubeconfig's 7 and 9", kept.QPS, kept.Burst)
 	}
-	if d := Defaults().Manager; d.KubeAPIQPS != 500 || d.KubeAPIBurst != 1000 || d.MaxConcurrentReconciles != 16 {
+	if d := Defaults().Manager; d.KubeAPIQPS != 500 || d.KubeAPIBurst != 1000 || d.MaxConcurrentReconciles != 64 {
 		t.Errorf("defaults = %+v", d)
 	}
 }

@@ -59,6 +59,11 @@ var migrations = []string{
 	);
 	-- Column weights of BM25: title, headings, anchors, description.
 	INSERT INTO pages_fts (pages_fts, rank) VALUES ('rank', 'bm25(10.0, 4.0, 2.0, 1.0)');`,
+	// The run the site's rows come from (store.SiteDoc.Run): a manager
+	// start compares it with each SiteIndex instead of writing everything
+	// again. Rows from before this migration have none; the syncer takes
+	// those as held (their next crawl records its run).
+	`ALTER TABLE sites ADD COLUMN run TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed) the database file at path and brings its

@@ -11,9 +11,9 @@ import (
 // below must repeat them as literals; TestMarkersMatchLimits checks the
 // generated CRD against these constants.
 const (
-	MaxIndexedPages      = runreport.MaxPages
-	MaxURLLength         = runreport.MaxURLLength
-	MaxTitleLength       = runreport.MaxTitleLength
+	MaxIndexedPages = runreport.MaxPages
+	MaxURLLength    = runreport.MaxURLLength
+	MaxTitleLength  = runreport.MaxTitleLength
 )
 
 // SiteIndexSpec names the site the index belongs to. The operator creates

@@ -138,7 +138,11 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 	st := backend.New(kind, func(ctx context.Context) (store.Store, error) { return OpenStore(ctx, dsn) })
 	ix := &Index{
 		backend: st,
-		syncer:  &syncer.Syncer{Client: mgr.GetClient(), Store: st, Backend: st, Namespaces: opts.Namespaces},
+		syncer: &syncer.Syncer{
+			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Elected: mgr.Elected(),
+			Recorder: mgr.GetEventRecorder("index-sync"),
+			Store:    st, Backend: st, Namespaces: opts.Namespaces,
+		},
 		checker: &fcrdns.Checker{
 			Client:   mgr.GetClient(),
 			Resolver: verify.ResolverFor(opts.DNSServer),
@@ -175,6 +179,17 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 // Exclusion reconciler's Purger.
 func (ix *Index) PurgeDomain(ctx context.Context, domain string) (store.Removed, error) {
 	return ix.syncer.PurgeDomain(ctx, domain)
+}
+
+// WriteSite writes a run's document for the SiteIndex key, in step with
+// Exclusion purges; it is the results endpoint's Index.
+func (ix *Index) WriteSite(ctx context.Context, key client.ObjectKey, doc store.SiteDoc) error {
+	return ix.syncer.WriteSite(ctx, key, doc)
+}
+
+// RemoveSite removes the rows of the SiteIndex key.
+func (ix *Index) RemoveSite(ctx context.Context, key client.ObjectKey) error {
+	return ix.syncer.RemoveSite(ctx, key)
 }
 
 // BackendCheck is a readiness check (healthz.Checker) that fails while the

@@ -39,6 +39,9 @@ var (
 	// ErrUnavailable means the backend cannot be reached right now (not
 	// connected yet, or an outage): retrying later may succeed.
 	ErrUnavailable = errors.New("index backend unavailable")
+	// ErrExcluded means a write was refused because an Exclusion covers
+	// the site: what the owner asked to be removed must not come back.
+	ErrExcluded = errors.New("site is excluded")
 )
 
 // Removed counts the pages a purge removed, by source (the SiteIndex

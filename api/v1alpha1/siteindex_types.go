@@ -32,7 +32,9 @@ type SiteIndexSpec struct {
 // manager's cache cannot hold them. There is no field for body text
 // anywhere.
 type IndexedPage struct {
-	// URL of the page, after redirects.
+	// URL of the page, after redirects, relative to spec.site: its path
+	// and query ("/breads/sourdough.html?lang=en"). The site is named once,
+	// in spec.site.
 	// +kubebuilder:validation:MaxLength=2048
 	URL string `json:"url"`
 	// StatusCode is the HTTP status the page was served with.

@@ -55,7 +55,7 @@ func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, no
 		fetched := timeOrNil(p.FetchedAt)
 		title := runreport.Cut(p.Title, crawlv1.MaxTitleLength)
 		st.Pages = append(st.Pages, crawlv1.IndexedPage{
-			URL: u, StatusCode: int32(clampStatus(p.StatusCode)), Title: title, FetchedAt: fetched,
+			URL: onSite(u), StatusCode: int32(clampStatus(p.StatusCode)), Title: title, FetchedAt: fetched,
 		})
 		page := store.Page{
 			URL: u, StatusCode: clampStatus(p.StatusCode), Title: title,
@@ -112,6 +112,17 @@ func canonical(raw string) (string, bool) {
 		return "", false
 	}
 	return urlnorm.Normalize(u).String(), true
+}
+
+// onSite is a page's URL relative to its site (path and query): the
+// SiteIndex names the site once, in spec.site, instead of in each of 20
+// records.
+func onSite(canonicalURL string) string {
+	u, err := url.Parse(canonicalURL)
+	if err != nil {
+		return canonicalURL // canonical URLs parse
+	}
+	return u.RequestURI()
 }
 
 // Replaces reports whether a report replaces the indexed pages, in the

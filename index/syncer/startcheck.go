@@ -132,6 +132,7 @@ func (c *startCheck) Start(ctx context.Context) error {
 			}
 			logger.Info("index checked against the SiteIndexes", "removals", len(plan.remove),
 				"notHeld", len(plan.recrawl), "crawlsRequested", requested)
+			c.syncer.markChecked()
 			return nil
 		}
 		switch {

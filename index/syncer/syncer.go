@@ -87,6 +87,22 @@ type Syncer struct {
 	// start-up check found to remove, and those whose removal failed while
 	// the backend was unreachable (when it is back).
 	sweep chan event.TypedGenericEvent[client.Object]
+
+	// checked is closed once the start-up check has run.
+	checked                  chan struct{}
+	checkedMake, checkedDone sync.Once
+}
+
+// Checked is closed once the start-up check has compared the backend with
+// the SiteIndexes and queued what it found.
+func (s *Syncer) Checked() <-chan struct{} {
+	s.checkedMake.Do(func() { s.checked = make(chan struct{}) })
+	return s.checked
+}
+
+func (s *Syncer) markChecked() {
+	s.Checked()
+	s.checkedDone.Do(func() { close(s.checked) })
 }
 
 // Reads SiteIndexes and Exclusions through the cache; asks for crawls

@@ -133,9 +133,13 @@ step "kubectl get nodes,pods -o wide: where the crawler ran"
 $KUBECTL get nodes -o wide
 $KUBECTL get pods -n default -o wide
 
-step "What the bot kept of each page (title, h1, inbound anchors)"
+step "Which pages were indexed: the SiteIndex's compact record (url relative to spec.site, status, title, fetched at)"
 $KUBECTL get siteindex harbour-bakery -n default \
-	-o jsonpath='{range .status.pages[*]}{.url}{"\n    title: "}{.title}{"\n    h1: "}{.headings.h1}{"\n    inbound anchors: "}{.inboundAnchors}{"\n"}{end}'
+	-o jsonpath='{.spec.site}{"\n"}{range .status.pages[*]}{"  "}{.url}{"  "}{.statusCode}{"  "}{.title}{"  "}{.fetchedAt}{"\n"}{end}'
+
+step "Everything the bot kept of each page (description, h1-h3, inbound anchors): the index backend, curl 'http://$INDEX/api/v1/sites/${SITE%:*}/pages'"
+curl -fsS "http://$INDEX/api/v1/sites/${SITE%:*}/pages"
+echo
 
 step "Searching the index: curl 'http://$INDEX/api/v1/search?q=sourdough'"
 for _ in $(seq 1 20); do
@@ -151,6 +155,8 @@ cat <<MSG
 The cluster, the manager and the sample site keep running. Next:
   export KUBECONFIG=$KUBECONFIG
   bin/k8s/kubectl get crawltargets,siteindexes,pods -A
+  bin/k8s/kubectl get si harbour-bakery -o yaml      # which pages were indexed (url, title, statusCode, fetchedAt)
+  curl http://$INDEX/api/v1/sites/${SITE%:*}/pages   # everything kept of them: description, headings, link texts
   bin/k8s/kubectl annotate crawltarget harbour-bakery crawl.lohisoft.com/requested-at="\$(date -Is)" --overwrite   # crawl again now
   bin/k8s/kubectl apply -f config/samples/crawl_v1alpha1_exclusion.yaml                                             # an Exclusion
   curl 'http://$INDEX/api/v1/search?q=cinnamon'      curl http://$INDEX/bot      curl http://$INDEX/bot/ips.json

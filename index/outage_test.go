@@ -50,9 +50,15 @@ func outage(t *testing.T) time.Duration {
 func (o *harness) site(t *testing.T, ns, name, host string, titles ...string) *crawlv1.SiteIndex {
 	t.Helper()
 	pod, token := o.startRun(t, ns, name, host)
-	if code, body := testutil.PostReport(t, o.results, pod, token, finalReport(host, titles...)); code != http.StatusOK {
-		t.Fatalf("final report of %s: %d %s", host, code, body)
-	}
+	// Retried as the crawler does: a manager just started may not have
+	// reached its backend yet, and answers 503 until it has.
+	final := finalReport(host, titles...)
+	eventually(t, "final report of "+host+" taken", func() error {
+		if code, body := testutil.PostReport(t, o.results, pod, token, final); code != http.StatusOK {
+			return fmt.Errorf("%d %s", code, body)
+		}
+		return nil
+	})
 	testutil.SetPodPhase(t, k8s, pod, corev1.PodSucceeded, 0)
 	si := &crawlv1.SiteIndex{}
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, si); err != nil {

@@ -243,6 +243,21 @@ func TestResultsEndpointRefusesBadReports(t *testing.T) {
 	if len(si.Status.Pages) != 3 {
 		t.Fatalf("stored %d pages, want the budget of 3", len(si.Status.Pages))
 	}
+	// The manager's cache holds the count, not the records, and no
+	// managedFields (CacheOptions); the API server has both.
+	if len(si.ManagedFields) == 0 {
+		t.Error("the API server returned no managedFields: the cache check below proves nothing")
+	}
+	eventually(t, "the cached SiteIndex without page records", func() error {
+		cached := &crawlv1.SiteIndex{}
+		if err := op.cache.Get(context.Background(), client.ObjectKeyFromObject(ct), cached); err != nil {
+			return err
+		}
+		if cached.Status.Stats.Pages != 3 || len(cached.Status.Pages) != 0 || cached.ManagedFields != nil {
+			return fmt.Errorf("cached: stats %d, %d page records, %d managedFields", cached.Status.Stats.Pages, len(cached.Status.Pages), len(cached.ManagedFields))
+		}
+		return nil
+	})
 	if got := indexedPages(t, op, "res.example.com"); len(got) != 3 {
 		t.Errorf("index backend holds %d pages of the site, want the budget of 3: %v", len(got), got)
 	}

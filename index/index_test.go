@@ -82,6 +82,9 @@ func startWith(t *testing.T, require bool, storage string) *harness {
 	o.Index.Storage = storage
 	o.Index.BindAddress = freeAddr(t)
 	o.Index.Egress.RequireFCrDNS = require
+	// Capacity is the controllers suite's subject; here every site of a
+	// test may crawl at once ($TEST_OUTAGE_SITES of them).
+	o.MaxCrawlsPerNode = 10000
 	// The crawler NetworkPolicy is the controllers suite's subject.
 	o.NetworkPolicy.Enabled = false
 	op := operatortest.New(t, restConfig, o).Start(t)

@@ -198,7 +198,10 @@ func (s *Syncer) requestCrawl(ctx context.Context, key types.NamespacedName) (bo
 		ct.Annotations = map[string]string{}
 	}
 	ct.Annotations[crawlv1.RequestedAtAnnotation] = value
-	if err := s.Client.Patch(ctx, ct, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	// No optimistic lock: the patch sets one annotation, and the
+	// reconciler's status patches, frequent at a start, would make a lock
+	// lose the request.
+	if err := s.Client.Patch(ctx, ct, client.MergeFrom(before)); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	reindexRequests.Inc()

@@ -32,7 +32,7 @@ import (
 )
 
 // outage is how long the backend stays away in the outage tests:
-// $TEST_OUTAGE (a Go duration; the README's figures used 180s), or 3s.
+// $TEST_OUTAGE (a Go duration; the README's long run used 60s), or 3s.
 func outage(t *testing.T) time.Duration {
 	if v := os.Getenv("TEST_OUTAGE"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -236,6 +236,13 @@ func (s *Syncer) WriteSite(ctx context.Context, key types.NamespacedName, doc st
 	if s.leading() || s.Live == nil {
 		return nil
 	}
+	domains, err := s.excludedDomains(ctx, s.Live)
+	if err != nil {
+		return err
+	}
+	if !touches(doc, domains) {
+		return nil
+	}
 	return s.write(ctx, doc, s.Live)
 }
 
@@ -267,6 +274,12 @@ func (s *Syncer) write(ctx context.Context, doc store.SiteDoc, exclusions client
 	}
 	upserts.Inc()
 	return nil
+}
+
+// touches reports whether an Exclusion of domains covers doc's site or a
+// site it links to.
+func touches(doc store.SiteDoc, domains []string) bool {
+	return inAny(store.Host(doc.Site), domains) || len(linksOutside(doc.Links, domains)) != len(doc.Links)
 }
 
 func (s *Syncer) leading() bool {

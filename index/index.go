@@ -203,8 +203,8 @@ func (ix *Index) BackendCheck(r *http.Request) error { return ix.backend.Check(r
 // health check.
 func (ix *Index) BackendAvailable() bool { return ix.backend.Available() }
 
-// SyncLag reports how many SiteIndexes are not yet in the backend and how
-// long the oldest has waited.
+// SyncLag reports how many SiteIndexes still have rows to remove from the
+// backend and how long the oldest has waited.
 func (ix *Index) SyncLag() (pending int, lag time.Duration) { return ix.syncer.Lag(time.Now()) }
 
 // EgressPolicy is the egress policy with the self-check's results: the

@@ -55,9 +55,9 @@ func (p *pendingSet) state() (n int, oldest time.Time) {
 	return len(p.m), oldest
 }
 
-// Lag reports how many SiteIndexes are not yet in the backend as they are
-// in the cluster, and for how long the oldest of them has waited (zero when
-// the index is up to date).
+// Lag reports how many SiteIndexes still have rows to remove from the
+// backend, and for how long the oldest of them has waited (zero when the
+// index is up to date).
 func (s *Syncer) Lag(now time.Time) (pending int, lag time.Duration) {
 	n, oldest := s.pending.state()
 	if n == 0 {

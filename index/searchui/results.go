@@ -11,8 +11,9 @@ import (
 const (
 	// PerPage is how many results a page of results shows at most.
 	PerPage = 10
-	// PerSite is how many results of one site a page shows at most (host
-	// crowding): one site with many matching pages must not fill a page.
+	// PerSite is how many results of one host a page shows at most (host
+	// crowding): one site with many matching pages must not fill a page,
+	// nor can it by serving them over http and https or on two ports.
 	PerSite = 2
 	// MaxPage is the highest ?page= accepted anywhere; search results never
 	// have more than store.MaxLimit pages and the dashboard shows
@@ -21,9 +22,9 @@ const (
 )
 
 // Paginate splits ranked results into pages of at most perPage results with
-// at most perSite results of one site on each page. A result its page has
-// no room for, because its site is full there, moves on to the next page
-// in rank order, so nothing is lost and each site's best results come
+// at most perSite results of one host on each page. A result its page has
+// no room for, because its host is full there, moves on to the next page
+// in rank order, so nothing is lost and each host's best results come
 // first. Every page but the last holds at least min(perPage, perSite)
 // results. A perPage or perSite below 1 counts as 1.
 func Paginate(results []store.Result, perPage, perSite int) [][]store.Result {
@@ -33,9 +34,10 @@ func Paginate(results []store.Result, perPage, perSite int) [][]store.Result {
 		var page, later []store.Result
 		onPage := map[string]int{}
 		for _, r := range rest {
-			if len(page) < perPage && onPage[r.Site] < perSite {
+			host := store.Host(r.Site)
+			if len(page) < perPage && onPage[host] < perSite {
 				page = append(page, r)
-				onPage[r.Site]++
+				onPage[host]++
 			} else {
 				later = append(later, r)
 			}

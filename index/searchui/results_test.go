@@ -9,13 +9,17 @@ import (
 	"github.com/lohisoft/crawl-operator/index/store"
 )
 
-// results builds ranked results from "site/n" names: the site is the part
-// before the slash.
+// results builds ranked results from "host/n" names: the host is the part
+// before the slash; "http:host/n" is on the http site of the host.
 func results(names ...string) []store.Result {
 	out := make([]store.Result, len(names))
 	for i, n := range names {
-		site, _, _ := strings.Cut(n, "/")
-		out[i] = store.Result{URL: "https://" + n, Site: "https://" + site}
+		scheme, port := "https", "443"
+		if rest, ok := strings.CutPrefix(n, "http:"); ok {
+			scheme, port, n = "http", "80", rest
+		}
+		host, _, _ := strings.Cut(n, "/")
+		out[i] = store.Result{URL: scheme + "://" + n, Site: scheme + "://" + host + ":" + port}
 	}
 	return out
 }
@@ -25,7 +29,7 @@ func names(pages [][]store.Result) [][]string {
 	for _, p := range pages {
 		var page []string
 		for _, r := range p {
-			page = append(page, strings.TrimPrefix(r.URL, "https://"))
+			page = append(page, strings.TrimPrefix(strings.TrimPrefix(r.URL, "https://"), "http://"))
 		}
 		out = append(out, page)
 	}
@@ -53,6 +57,9 @@ func TestPaginate(t *testing.T) {
 		{"page full before the site is",
 			[]string{"a/1", "b/1", "c/1", "d/1", "a/2"}, 2, 2,
 			[][]string{{"a/1", "b/1"}, {"c/1", "d/1"}, {"a/2"}}},
+		{"http and https of a host are one host",
+			[]string{"a/1", "http:a/2", "a/3", "b/1"}, 10, 2,
+			[][]string{{"a/1", "a/2", "b/1"}, {"a/3"}}},
 		{"the same URL twice is two results",
 			[]string{"a/1", "a/1", "a/1"}, 10, 2,
 			[][]string{{"a/1", "a/1"}, {"a/1"}}},
@@ -82,8 +89,8 @@ func TestPaginateKeepsEveryResult(t *testing.T) {
 	for i, p := range pages {
 		count := map[string]int{}
 		for _, r := range p {
-			count[r.Site]++
-			if count[r.Site] > PerSite {
+			count[store.Host(r.Site)]++
+			if count[store.Host(r.Site)] > PerSite {
 				t.Errorf("page %d has %d results of %s", i+1, count[r.Site], r.Site)
 			}
 		}

@@ -255,7 +255,7 @@ func TestOnlyWebAddressesBecomeLinks(t *testing.T) {
 	bad := []string{"javascript:alert(1)", "JAVASCRIPT:alert(1)", " javascript:alert(1)", "data:text/html,hi", "//evil.example/", "vbscript:x"}
 	var res []store.Result
 	for i, u := range bad {
-		res = append(res, store.Result{URL: u, Title: fmt.Sprintf("evil%d", i), Site: fmt.Sprintf("s%d", i)})
+		res = append(res, store.Result{URL: u, Title: fmt.Sprintf("evil%d", i), Site: fmt.Sprintf("https://s%d.example:443", i)})
 	}
 	res = append(res, store.Result{URL: "https://good.example/", Title: "good", Site: "https://good.example:443"})
 	h := &Handler{Store: &reader{results: res, pages: []store.SitePage{{Site: "x", Page: store.Page{URL: "javascript:alert(2)", Title: "evil page"}}}}}

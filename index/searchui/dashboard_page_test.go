@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -123,4 +124,27 @@ func TestDashboardPages(t *testing.T) {
 		t.Error("page 1 has the wrong sites or no next link")
 	}
 	checkHTML(t, "/sites?page=4", get(t, h, "/sites?page=4"), http.StatusNotFound)
+}
+
+// The dashboard at the design's scale: 100,000 indexed sites, each with
+// its CrawlTarget, one page of SitesPerPage rendered.
+func BenchmarkDashboard100k(b *testing.B) {
+	const n = 100_000
+	sites := make([]store.SiteInfo, n)
+	ts := make([]Target, n)
+	for i := range n {
+		s := fmt.Sprintf("https://site%06d.example:443", i)
+		sites[i] = store.SiteInfo{Site: s, Host: fmt.Sprintf("site%06d.example", i), Pages: 20, CrawledAt: t0}
+		ts[i] = Target{Namespace: "web", Name: fmt.Sprintf("t%06d", i), Site: s, Phase: "Succeeded", Ready: "True", Reason: "Crawled", LastCrawl: t0, NextCrawl: t2}
+	}
+	h := &Handler{Store: &reader{sites: sites}, Targets: targets(ts...)}
+	req := httptest.NewRequest(http.MethodGet, "/sites?page=500", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || strings.Count(rec.Body.String(), `<tr class="site-row">`) != SitesPerPage {
+			b.Fatalf("status %d", rec.Code)
+		}
+	}
 }

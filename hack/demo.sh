@@ -2,7 +2,8 @@
 # `make demo`: the whole job on this machine. Brings up the dev cluster,
 # installs the CRDs, runs the manager (SQLite index), serves a sample
 # website on loopback, applies a CrawlTarget for it, waits until it is
-# Ready, and shows the result and a search. Everything keeps running
+# Ready, and shows the result, a search with the API and the result links
+# of the search page that a browser shows. Everything keeps running
 # afterwards; `make dev-cluster-down` stops it.
 #
 # REAL_NODE=1: the crawler Pod runs as a real container of the project's
@@ -148,11 +149,22 @@ for _ in $(seq 1 20); do
 done
 echo "$out"
 
+step "The search page a browser shows: http://$INDEX/?q=sourdough (result links)"
+page=$(curl -fsS "http://$INDEX/?q=sourdough")
+links=$(echo "$page" | grep -o '<div class="result-title"><a href="[^"]*">[^<]*</a>' | sed 's/<div class="result-title"><a href="\([^"]*\)">\(.*\)<\/a>/  \2\n    \1/' || true)
+if [ -z "$links" ]; then
+	echo "the search page at http://$INDEX/ does not find the sample site; see $DEV/manager.log" >&2
+	exit 1
+fi
+echo "$links"
+
 pod_logs="crawler Pods in $DEV/cluster/pods/"
 [ -n "$REAL_NODE" ] && pod_logs="crawler Pods: bin/k8s/kubectl logs POD; the real node's in $RN_DIR/logs/"
 cat <<MSG
 
 The cluster, the manager and the sample site keep running. Next:
+  open http://$INDEX/ in a browser: search the sample site (try sourdough, cinnamon, ?lang=nl)
+  open http://$INDEX/sites in a browser: the crawl dashboard, and each site's pages
   export KUBECONFIG=$KUBECONFIG
   bin/k8s/kubectl get crawltargets,siteindexes,pods -A
   bin/k8s/kubectl get si harbour-bakery -o yaml      # which pages were indexed (url, title, statusCode, fetchedAt)

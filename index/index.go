@@ -1,6 +1,7 @@
 // Package index wires the search index into the manager: the storage
-// backend, the SiteIndex syncer, the HTTP server for the search API and the
-// bot's public pages, and the egress FCrDNS self-check. internal/operator
+// backend, the SiteIndex syncer, the HTTP server for the search API, the
+// search page and crawl dashboard and the bot's public pages, and the
+// egress FCrDNS self-check. internal/operator
 // calls Setup once and hands the result to the reconcilers that need it.
 package index
 
@@ -21,12 +22,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/verify"
 	"github.com/lohisoft/crawl-operator/index/backend"
 	"github.com/lohisoft/crawl-operator/index/botpage"
 	"github.com/lohisoft/crawl-operator/index/fcrdns"
 	"github.com/lohisoft/crawl-operator/index/identity"
 	"github.com/lohisoft/crawl-operator/index/searchapi"
+	"github.com/lohisoft/crawl-operator/index/searchui"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/index/store/postgres"
 	"github.com/lohisoft/crawl-operator/index/store/sqlite"
@@ -89,7 +92,7 @@ func DefaultOptions() Options {
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Storage, "storage", o.Storage, "Index backend: sqlite:///path/to/index.db or postgres://user@host:5432/db "+
 		"(default: $"+StorageEnv+", else "+DefaultStorage+"). Pass a DSN with a password in $"+StorageEnv+", not here: arguments are visible to every process on the node.")
-	fs.StringVar(&o.BindAddress, "index-bind-address", o.BindAddress, "Address of the search API, /bot and /bot/ips.json.")
+	fs.StringVar(&o.BindAddress, "index-bind-address", o.BindAddress, "Address of the search API, the search page and dashboard, /bot and /bot/ips.json.")
 	fs.StringVar(&o.DNSServer, "egress-dns-server", o.DNSServer, "DNS server (host:port) for the egress FCrDNS self-check (default: the system resolver).")
 	fs.DurationVar(&o.CheckInterval, "egress-check-interval", o.CheckInterval, "Time between FCrDNS self-checks of an egress node.")
 	o.Identity.BindFlags(fs)
@@ -156,7 +159,8 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 	ix.egress = opts.Egress
 	ix.egress.Verified = ix.checker.Verified
 	bot := &botpage.Handler{Identity: opts.Identity, Egress: ix.egressSource(mgr.GetClient())}
-	ix.handler = route(&searchapi.Handler{Store: st}, bot)
+	pages := &searchui.Handler{Store: st, Targets: crawlTargets(mgr.GetClient())}
+	ix.handler = route(&searchapi.Handler{Store: st}, bot, pages)
 
 	registerMetrics()
 	setup := []func() error{
@@ -211,7 +215,8 @@ func (ix *Index) SyncLag() (pending int, lag time.Duration) { return ix.syncer.L
 // CrawlTarget reconciler places crawls with it and /bot publishes with it.
 func (ix *Index) EgressPolicy() egress.Policy { return ix.egress }
 
-// Handler serves the search API and the bot pages, as the server does.
+// Handler serves the search API, the HTML pages and the bot pages, as the
+// server does.
 func (ix *Index) Handler() http.Handler { return ix.handler }
 
 // Close closes the backend.
@@ -269,10 +274,10 @@ func redact(dsn string) string {
 	return "…"
 }
 
-// route sends /api/ to the API and /bot to the bot pages by prefix only;
-// each checks its exact paths. No http.ServeMux: it would redirect, and
-// /bot/ips.json must never redirect.
-func route(apiHandler, bot http.Handler) http.Handler {
+// route sends /api/ to the API, /bot to the bot pages and everything else
+// to the HTML pages, by prefix only; each checks its exact paths. No
+// http.ServeMux: it would redirect, and /bot/ips.json must never redirect.
+func route(apiHandler, bot, pages http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
 		case strings.HasPrefix(p, searchapi.Prefix):
@@ -280,9 +285,27 @@ func route(apiHandler, bot http.Handler) http.Handler {
 		case p == botpage.PagePath || strings.HasPrefix(p, botpage.PagePath+"/"):
 			bot.ServeHTTP(w, r)
 		default:
-			http.NotFound(w, r)
+			pages.ServeHTTP(w, r)
 		}
 	})
+}
+
+// crawlTargets lists the CrawlTargets in the manager's cache for the
+// dashboard: the ones the manager watches (with --watch-namespaces, those
+// namespaces' only). The dashboard only reads them, so the cache's objects
+// are not deep-copied: a page of 100,000 sites costs no copy of them.
+func crawlTargets(c client.Reader) searchui.Targets {
+	return func(ctx context.Context) ([]searchui.Target, error) {
+		var list crawlv1.CrawlTargetList
+		if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("list CrawlTargets: %w", err)
+		}
+		out := make([]searchui.Target, len(list.Items))
+		for i := range list.Items {
+			out[i] = searchui.TargetOf(&list.Items[i])
+		}
+		return out, nil
+	}
 }
 
 // egressSource lists what /bot and /bot/ips.json publish, from the Nodes

@@ -492,7 +492,7 @@ func (r *CrawlTargetReconciler) recordSuccess(ctx context.Context, s *targetScop
 	idx := s.index
 	st := &s.ct.Status
 	st.RetryAfter = idx.Status.RetryAfter
-	pages := int32(len(idx.Status.Pages))
+	pages := idx.Status.Stats.Pages
 	if pages == 0 && idx.Status.Refused != "" {
 		r.recordStall(s, finished, reason{crawlv1.ReasonAddressRefused,
 			fmt.Sprintf("crawl %d refused the site: %s; not retried until spec changes or a crawl is requested", st.Runs, idx.Status.Refused)})

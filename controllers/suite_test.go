@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,8 +29,22 @@ var (
 	scheme     = testenv.Scheme
 )
 
+// indexDSN is the one index every operator of the suite uses, as a manager
+// restarting against its backend does: a fresh, empty index per operator
+// would make its start-up check ask for a crawl of every SiteIndex earlier
+// tests left in the cluster.
+var indexDSN string
+
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, "..", &restConfig, &k8s))
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "controllers-index-")
+		if err != nil {
+			panic(err)
+		}
+		defer os.RemoveAll(dir)
+		indexDSN = "sqlite://" + filepath.Join(dir, "index.db")
+		return testenv.Run(m, "..", &restConfig, &k8s)
+	}())
 }
 
 const testDeadline = 100 * time.Hour
@@ -94,6 +109,7 @@ const (
 func startOperator(t *testing.T, opts operatorOptions) *harness {
 	t.Helper()
 	o := operatortest.Options(t, dnstest.Zone{})
+	o.Index.Storage = indexDSN
 	if opts.maxPerNode != 0 {
 		o.MaxCrawlsPerNode = opts.maxPerNode
 	}

@@ -338,6 +338,7 @@ func (op *Operator) wire(o Options) error {
 		Reader:     mgr.GetAPIReader(),
 		Clock:      o.Clock,
 		Namespaces: o.Manager.WatchNamespaces,
+		Index:      op.Index,
 		Excluded: func(ctx context.Context, host string) (bool, error) {
 			return controllers.Excluded(ctx, mgr.GetClient(), host)
 		},

@@ -46,7 +46,7 @@ func TestQueueAtScale(t *testing.T) {
 		}
 	}
 	createEgressNode(t, "egress-scale", "79.139.58.98")
-	ns := ownNamespace(t)
+	ns := newNamespace(t)
 	op := startOperator(t, operatorOptions{maxPerNode: 1, namespaces: []string{ns}, workers: workers})
 	ctx := context.Background()
 

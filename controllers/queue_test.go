@@ -50,18 +50,6 @@ func auditMark(t *testing.T) int {
 	return len(reqs)
 }
 
-// ownNamespace is a namespace for a test whose manager watches only it;
-// its CrawlTargets are deleted when the test ends, so they take no slot
-// from a later test's manager.
-func ownNamespace(t *testing.T) string {
-	t.Helper()
-	ns := newNamespace(t)
-	t.Cleanup(func() {
-		_ = k8s.DeleteAllOf(context.Background(), &crawlv1.CrawlTarget{}, client.InNamespace(ns))
-	})
-	return ns
-}
-
 // settle lets every reconcile that a target's creation caused finish, so
 // that afterwards only a wake-up can start it.
 func settle() { time.Sleep(time.Second) }
@@ -70,7 +58,7 @@ func settle() { time.Sleep(time.Second) }
 // wakes it. The old design polled every 15 s.
 func TestWaitingTargetStartsWhenASlotFrees(t *testing.T) {
 	createEgressNode(t, "egress-wake", "79.139.58.98")
-	ns := ownNamespace(t)
+	ns := newNamespace(t)
 	op := startOperator(t, operatorOptions{maxPerNode: 1, namespaces: []string{ns}})
 	first := createTarget(t, ns, "first", "https://first.wake.example.com/")
 	pod := waitPod(t, first, 1)
@@ -93,7 +81,7 @@ func TestWaitingTargetStartsWhenASlotFrees(t *testing.T) {
 // A target waiting for its host starts as soon as the other crawl of its host ends.
 func TestWaitingForAHostStartsWhenTheHostFrees(t *testing.T) {
 	createEgressNode(t, "egress-wake-host", "79.139.58.98")
-	ns := ownNamespace(t)
+	ns := newNamespace(t)
 	op := startOperator(t, operatorOptions{namespaces: []string{ns}})
 	first := createTarget(t, ns, "https", "https://host.wake.example.com/")
 	pod := waitPod(t, first, 1)
@@ -113,7 +101,7 @@ func TestWaitingForAHostStartsWhenTheHostFrees(t *testing.T) {
 // visible: the position in the waiting message and the queue metric.
 func TestQueueServesTheOldestDueFirst(t *testing.T) {
 	createEgressNode(t, "egress-order", "79.139.58.98")
-	ns := ownNamespace(t)
+	ns := newNamespace(t)
 	op := startOperator(t, operatorOptions{maxPerNode: 1, namespaces: []string{ns}})
 	running := createTarget(t, ns, "running", "https://running.order.example.com/")
 	pod := waitPod(t, running, 1)
@@ -149,7 +137,7 @@ func TestQueueServesTheOldestDueFirst(t *testing.T) {
 // request while nothing changes.
 func TestWaitingCostsNoRequests(t *testing.T) {
 	createEgressNode(t, "egress-quiet", "79.139.58.98")
-	ns := ownNamespace(t)
+	ns := newNamespace(t)
 	op := startOperator(t, operatorOptions{maxPerNode: 1, namespaces: []string{ns}})
 	first := createTarget(t, ns, "first", "https://first.quiet.example.com/")
 	pod := waitPod(t, first, 1)
@@ -181,7 +169,7 @@ func TestWaitingCostsNoRequests(t *testing.T) {
 // A new target costs few writes: its SiteIndex, one status patch and the
 // Event of its state. The issue measured 6 per new target.
 func TestNewTargetWrites(t *testing.T) {
-	ns := ownNamespace(t)
+	ns := newNamespace(t)
 	startOperator(t, operatorOptions{namespaces: []string{ns}})
 	mark := auditMark(t)
 	const n = 10
@@ -216,7 +204,7 @@ func TestNewTargetWrites(t *testing.T) {
 // slots, and gives the freed slot to the oldest waiting target.
 func TestRestartedManagerKeepsTheSlots(t *testing.T) {
 	createEgressNode(t, "egress-ledger", "79.139.58.98")
-	ns := ownNamespace(t)
+	ns := newNamespace(t)
 	op := startOperator(t, operatorOptions{maxPerNode: 2, namespaces: []string{ns}})
 	a := createTarget(t, ns, "a", "https://a.ledger.example.com/")
 	b := createTarget(t, ns, "b", "https://b.ledger.example.com/")
@@ -265,7 +253,7 @@ func TestRestartedManagerKeepsTheSlots(t *testing.T) {
 
 // A target waiting for an egress node starts as soon as one joins.
 func TestWaitingForANodeStartsWhenOneJoins(t *testing.T) {
-	ns := ownNamespace(t)
+	ns := newNamespace(t)
 	startOperator(t, operatorOptions{namespaces: []string{ns}})
 	ct := createTarget(t, ns, "lonely", "https://lonely.join.example.com/")
 	waitReady(t, ct, metav1.ConditionFalse, crawlv1.ReasonNoEgressNode)

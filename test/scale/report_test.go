@@ -25,7 +25,7 @@ func writeReport(t *testing.T, results []*sizeResult) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Scale benchmark, %s, Go heap and RSS of bin/manager, load = 1-minute load average when measured.\n\n",
 		time.Now().UTC().Format(time.RFC3339))
-	b.WriteString("| N | all reconciled | manager requests while waiting | manager RSS: base / waiting / with results (per site above base) | etcd db: total / in use (per site) | results stored → in backend | restart: ready / syncer pass done | backend db+wal before → after |\n")
+	b.WriteString("| N | all reconciled | manager requests while waiting | manager RSS: base / waiting / with results (per site above base) | etcd db: total / in use (per site) | results stored → in backend | restart: ready / index start-up check done | backend db+wal before → after |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range results {
 		fmt.Fprintf(&b, "| %d | %s | %s | %s / %s / %s (%s; load %.1f) | %s / %s (%s / %s; load %.1f) | %s | %s / %s | %s → %s |\n",

@@ -15,36 +15,37 @@ import (
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
+	"github.com/lohisoft/crawl-operator/index/store"
+	"github.com/lohisoft/crawl-operator/index/syncer"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/reportendpoint"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
 // giveResult gives site i a realistic crawl result (realisticCrawl), stored
-// where the operator stores results today. It is the ONE place in the
+// where the results endpoint stores one. It is the ONE place in the
 // benchmark that knows where results live.
 //
-// Today the results endpoint turns a crawler's final report into a
-// SiteIndex status (reportendpoint.IndexStatus: every field cut to the
-// SiteIndex limits) and patches it onto the SiteIndex; the syncer then
-// mirrors the SiteIndex into the index backend. So this converts the
-// document with the endpoint's own IndexStatus and writes it with one merge
-// patch of the status, as an administrator: targets waiting for a slot have
-// no run, so no token to report with.
-//
-// When the compact SiteIndex status lands (url, title, statusCode,
-// fetchedAt and stats in the SiteIndex; the full texts written to the
-// backend by the results endpoint itself, the syncer comparing a stored run
-// id on start), switch this function to that path and nothing else.
-func giveResult(ctx context.Context, c client.Client, n, i int, now time.Time) error {
+// The endpoint converts a crawler's final report once
+// (reportendpoint.Convert), writes every kept field to the index backend
+// with the run that produced it, then patches the compact record (url,
+// title, statusCode, fetchedAt, stats) onto the SiteIndex status. This does
+// the same two writes, as an administrator and straight into the manager's
+// SQLite file: targets waiting for a slot have no run, so no token to
+// report with.
+func giveResult(ctx context.Context, c client.Client, st store.Store, n, i int, now time.Time) error {
 	owner, err := site.Parse(siteURL(i))
 	if err != nil {
 		return err
 	}
 	run := crawlpod.PodName(targetName(i), 1)
 	report := runreport.Report{Final: true, Result: realisticCrawl(n, i, now)}
-	status := reportendpoint.IndexStatus(report, owner, run, runreport.MaxPages, now)
-	patch, err := json.Marshal(map[string]any{"status": status})
+	res := reportendpoint.Convert(report, owner, run, runreport.MaxPages, now)
+	res.Doc.Source = syncer.SourceOf(namespace, targetName(i))
+	if err := st.ReplaceSite(ctx, res.Doc); err != nil {
+		return fmt.Errorf("index the result of site %d: %w", i, err)
+	}
+	patch, err := json.Marshal(map[string]any{"status": res.Status})
 	if err != nil {
 		return err
 	}

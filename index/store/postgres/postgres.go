@@ -61,6 +61,11 @@ var migrations = []string{
 	CREATE INDEX links_source ON links (source_site);
 	CREATE INDEX links_target_site ON links (target_site);
 	CREATE INDEX links_target_url ON links (target_url);`,
+	// The run the site's rows come from (store.SiteDoc.Run): a manager
+	// start compares it with each SiteIndex instead of writing everything
+	// again. Rows from before this migration have none; the syncer takes
+	// those as held (their next crawl records its run).
+	`ALTER TABLE sites ADD COLUMN run text NOT NULL DEFAULT '';`,
 }
 
 // Open connects to the database of dsn (a postgres:// URL or key=value

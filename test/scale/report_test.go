@@ -25,14 +25,15 @@ func writeReport(t *testing.T, results []*sizeResult) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Scale benchmark, %s, Go heap and RSS of bin/manager, load = 1-minute load average when measured.\n\n",
 		time.Now().UTC().Format(time.RFC3339))
-	b.WriteString("| N | all reconciled | manager requests while waiting | manager RSS: base / waiting / with results (per site above base) | etcd db: total / in use (per site) | results stored → in backend | restart: ready / index start-up check done | backend db+wal before → after |\n")
+	b.WriteString("| N | all reconciled | manager requests while waiting | manager RSS: base / waiting / with results (per site above base) | etcd db: total / in use / compacted (per site) | results stored → in backend | restart: ready / index start-up check done | backend db+wal before → after |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %d | %s | %s | %s / %s / %s (%s; load %.1f) | %s / %s (%s / %s; load %.1f) | %s | %s / %s | %s → %s |\n",
+		fmt.Fprintf(&b, "| %d | %s | %s | %s / %s / %s (%s; load %.1f) | %s / %s / %s (%s / %s / %s; load %.1f) | %s | %s / %s | %s → %s |\n",
 			r.n, r.reconcile, r.waiting,
 			mib(r.baseRSS.value), mib(r.waitingRSS.value), mib(r.resultsRSS.value), perSite(r.baseRSS.value, r.resultsRSS.value, r.n), r.resultsRSS.load,
-			mib(r.etcdResults.total), mib(r.etcdResults.inUse),
-			perSite(r.etcdBase.total, r.etcdResults.total, r.n), perSite(r.etcdBase.inUse, r.etcdResults.inUse, r.n), r.etcdResults.load,
+			mib(r.etcdResults.total), mib(r.etcdResults.inUse), mib(r.etcdCompacted.total),
+			perSite(r.etcdBase.total, r.etcdResults.total, r.n), perSite(r.etcdBase.inUse, r.etcdResults.inUse, r.n),
+			perSite(r.etcdBase.total, r.etcdCompacted.total, r.n), r.etcdResults.load,
 			r.resultsSynced, r.restartReady, r.restartSynced,
 			mib(float64(r.backendBefore[0]+r.backendBefore[1])), mib(float64(r.backendAfter[0]+r.backendAfter[1])))
 	}

@@ -146,6 +146,8 @@ type sizeResult struct {
 	// etcd before any target, while they wait (targets, empty
 	// SiteIndexes, Events), and with the results.
 	etcdBase, etcdWaiting, etcdResults etcdSize
+	// etcdCompacted is etcdResults after compaction and defragmentation.
+	etcdCompacted etcdSize
 	// reconcileCPU is the CPU each process used until all were
 	// reconciled (or the phase was cut off).
 	reconcileCPU string
@@ -254,6 +256,11 @@ func measureWithResults(t *testing.T, env *testenv.Env, m *managerProcess, r *si
 		r.heapResults = metrics["go_memstats_heap_inuse_bytes"]
 	}
 	r.etcdResults = etcdSample(t, env)
+	if err := compactEtcd(env); err != nil {
+		t.Fatal(err)
+	}
+	r.etcdCompacted = etcdSample(t, env)
+	t.Logf("etcd after compaction and defragmentation: %s (%s per site)", mib(r.etcdCompacted.total), perSite(r.etcdBase.total, r.etcdCompacted.total, r.n))
 	r.withResults = usageSample(t, env, m)
 	t.Logf("with results: manager RSS %s (Go heap in use %s), etcd %s (in use %s); kube-apiserver RSS %s, etcd RSS %s",
 		mib(r.resultsRSS.value), mib(r.heapResults), mib(r.etcdResults.total), mib(r.etcdResults.inUse),

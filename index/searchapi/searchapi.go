@@ -153,7 +153,8 @@ func (h *Handler) search(_ http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	out := SearchResponse{Query: q, Results: make([]SearchResult, len(res))}
 	for i, x := range res {
-		out.Results[i] = SearchResult(x)
+		// Only these fields: the API's JSON shape stays as published.
+		out.Results[i] = SearchResult{URL: x.URL, Title: x.Title, Description: x.Description, Site: x.Site}
 	}
 	return out, nil
 }

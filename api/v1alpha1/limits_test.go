@@ -39,6 +39,7 @@ func TestMarkersMatchLimits(t *testing.T) {
 		{si, "status.pages[].headings.h3[]", "maxLength", runreport.MaxHeadingLength},
 		{si, "status.pages[].inboundAnchors", "maxItems", runreport.MaxInboundAnchors},
 		{si, "status.pages[].inboundAnchors[]", "maxLength", runreport.MaxAnchorLength},
+		{si, "status.pages[].lang", "maxLength", runreport.MaxLangLength},
 		{si, "status.offSiteLinks", "maxItems", runreport.MaxOffSiteLinks},
 		{si, "status.offSiteLinks[].url", "maxLength", runreport.MaxURLLength},
 		{si, "status.offSiteLinks[].anchors", "maxItems", runreport.MaxOffSiteAnchors},

@@ -21,6 +21,7 @@ const (
 	MaxAnchorLength      = runreport.MaxAnchorLength
 	MaxOffSiteLinks      = runreport.MaxOffSiteLinks
 	MaxOffSiteAnchors    = runreport.MaxOffSiteAnchors
+	MaxLangLength        = runreport.MaxLangLength
 )
 
 // SiteIndexSpec names the site the index belongs to. The operator creates
@@ -59,6 +60,12 @@ type IndexedPage struct {
 	// FetchedAt is when the page was fetched.
 	// +optional
 	FetchedAt *metav1.Time `json:"fetchedAt,omitempty"`
+	// Lang is the page's language tag from <html lang> or
+	// Content-Language, lower-case; it picks the stemmer of the index.
+	// +kubebuilder:validation:MaxLength=35
+	// +kubebuilder:validation:Pattern=`^[a-z]{2,3}(-[a-z0-9]{1,8})*$`
+	// +optional
+	Lang string `json:"lang,omitempty"`
 }
 
 // Headings are a page's h1–h3 texts in document order.

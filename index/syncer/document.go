@@ -5,6 +5,7 @@ import (
 	"net/url"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/urlnorm"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/internal/site"
@@ -49,6 +50,7 @@ func Document(si *crawlv1.SiteIndex, excluded func(host string) bool) (doc store
 		page := store.Page{
 			URL: u, StatusCode: int(p.StatusCode), Title: p.Title, Description: p.Description,
 			H1: p.Headings.H1, H2: p.Headings.H2, H3: p.Headings.H3, Anchors: p.InboundAnchors,
+			Lang: runreport.Lang(p.Lang),
 		}
 		if p.FetchedAt != nil {
 			page.FetchedAt = p.FetchedAt.Time

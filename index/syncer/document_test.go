@@ -37,13 +37,20 @@ func TestDocument(t *testing.T) {
 		in: si("https://a.example:443", []crawlv1.IndexedPage{{
 			URL: "https://a.example/", StatusCode: 200, Title: "T", Description: "D",
 			Headings:       crawlv1.Headings{H1: []string{"h1"}, H2: []string{"h2"}, H3: []string{"h3"}},
-			InboundAnchors: []string{"home"}, FetchedAt: &fetched,
+			InboundAnchors: []string{"home"}, FetchedAt: &fetched, Lang: "nl-be",
+		}, {
+			// Written past the API server's validation (an older CRD, a
+			// hand edit): checked again.
+			URL: "https://a.example/bad-lang", Lang: "NL-BE<script>",
+		}, {
+			URL: "https://a.example/upper", Lang: "EN-GB",
 		}}, crawlv1.OffSiteLink{URL: "https://b.example/x", Anchors: []string{"bee"}}),
 		excluded: none,
 		wantOK:   true,
 		want: store.SiteDoc{Source: "ns/a", Site: "https://a.example:443", CrawledAt: crawled.Time,
 			Pages: []store.Page{{URL: "https://a.example/", StatusCode: 200, Title: "T", Description: "D",
-				H1: []string{"h1"}, H2: []string{"h2"}, H3: []string{"h3"}, Anchors: []string{"home"}, FetchedAt: fetched.Time}},
+				H1: []string{"h1"}, H2: []string{"h2"}, H3: []string{"h3"}, Anchors: []string{"home"}, FetchedAt: fetched.Time, Lang: "nl-be"},
+				{URL: "https://a.example/bad-lang"}, {URL: "https://a.example/upper", Lang: "en-gb"}},
 			Links: []store.Link{{URL: "https://b.example/x", Anchors: []string{"bee"}}}},
 	}, {
 		name: "URLs canonical, stray pages and self links dropped, duplicates once",

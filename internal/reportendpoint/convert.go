@@ -46,6 +46,7 @@ func IndexStatus(rep runreport.Report, owner site.Site, run string, maxPages int
 			},
 			InboundAnchors: runreport.CutAll(p.InboundAnchors, crawlv1.MaxInboundAnchors, crawlv1.MaxAnchorLength),
 			FetchedAt:      timeOrNil(p.FetchedAt),
+			Lang:           runreport.Lang(p.Lang),
 		})
 	}
 	st.OffSiteLinks = offSiteLinks(rep, owner)

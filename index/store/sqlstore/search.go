@@ -186,15 +186,16 @@ func (s *Store) scoreAll(ctx context.Context, candidates []int64, lists []termLi
 	}
 	for _, l := range lists {
 		var missing []int64
-		for _, id := range candidates {
+		for id := range total {
 			if sc, ok := l.scores[id]; ok {
 				total[id] += sc
-			} else if !l.complete {
-				missing = append(missing, id)
+			} else if l.complete {
+				delete(total, id) // the term is not on the page
 			} else {
-				delete(total, id)
+				missing = append(missing, id)
 			}
 		}
+		slices.Sort(missing)
 		found, err := s.lookup(ctx, l.tokens, missing)
 		if err != nil {
 			return nil, err

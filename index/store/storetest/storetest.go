@@ -55,6 +55,7 @@ func Run(t *testing.T, b Backend) {
 		{"CaseAndDiacriticsFolding", testFolding},
 		{"Stemming", testStemming},
 		{"LanguageIsKept", testLanguageIsKept},
+		{"SmallCorpusExactRanking", testSmallCorpus},
 		{"NULAndInvalidUTF8", testBadText},
 		{"CrossSiteAnchors", testCrossSiteAnchors},
 		{"DeleteSource", testDeleteSource},

@@ -73,6 +73,13 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 2m; failures land in t
 bench: ## Run the benchmarks.
 	go test -run '^$$' -bench . -benchmem ./...
 
+.PHONY: bench-search bench-search-clean
+bench-search: ## Search p50/p99 on 1,000,000 pages, SQLite then PostgreSQL (first run builds the corpus: ~35 min each; BENCH1M_DIR, BENCH1M_ROUNDS).
+	go test -tags bench1m -count=1 -p 1 -run 'TestSearch1M$$' -v -timeout 4h ./index/store/sqlite/ ./index/store/postgres/
+
+bench-search-clean: ## Remove bench-search's cached corpus (the SQLite file and the PostgreSQL schema).
+	go test -tags bench1m -count=1 -p 1 -run 'TestDrop1M$$' -v ./index/store/sqlite/ ./index/store/postgres/
+
 ##@ Run
 
 REAL_NODE ?=

@@ -1,4 +1,4 @@
-//go:build bench1m
+//go:build bench1m || scratch
 
 package postgres
 

@@ -43,6 +43,7 @@ type Latency struct {
 // average, which on a shared machine says how much they can be trusted.
 func MeasureQueryMix(tb testing.TB, s store.Store, rounds int) []Latency {
 	mix := QueryMix()
+	loadBefore := loadAverage()
 	times := make([][]time.Duration, len(mix))
 	out := make([]Latency, len(mix))
 	for i, q := range mix {
@@ -62,9 +63,9 @@ func MeasureQueryMix(tb testing.TB, s store.Store, rounds int) []Latency {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d rounds, GOMAXPROCS %d, load average before/after: %s / ", rounds, runtime.GOMAXPROCS(0), loadAverage())
+	fmt.Fprintf(&b, "%d rounds, GOMAXPROCS %d, load average before / after: %s / %s\n", rounds, runtime.GOMAXPROCS(0), loadBefore, loadAverage())
 	defer func() { tb.Log(b.String()) }()
-	fmt.Fprintf(&b, "%s\n%-14s %-24s %8s %10s %10s\n", loadAverage(), "class", "query", "results", "p50", "p99")
+	fmt.Fprintf(&b, "%-14s %-24s %8s %10s %10s\n", "class", "query", "results", "p50", "p99")
 	for i := range mix {
 		slices.SortFunc(times[i], cmp.Compare)
 		out[i].P50 = percentile(times[i], 50)

@@ -29,7 +29,7 @@ func TestSearch1M(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		took := storetest.BuildCorpus(t, s, storetest.Corpus1M)
+		took := storetest.BuildCorpus(t, s, storetest.Corpus1M, 0)
 		if _, err := s.DB().ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 			t.Fatal(err)
 		}

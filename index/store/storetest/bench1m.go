@@ -14,16 +14,30 @@ import (
 )
 
 // BuildCorpus writes c into s through ReplaceSite, the syncer's path,
-// logging progress, and returns how long it took.
-func BuildCorpus(tb testing.TB, s store.Store, c Corpus) time.Duration {
+// skipping the first done sites (a build that was interrupted resumes
+// there), logging progress, and returns how long it took. A failed write
+// is retried for a minute: other tests on the machine restart the
+// PostgreSQL server, and ReplaceSite is one transaction, safe to repeat.
+func BuildCorpus(tb testing.TB, s store.Store, c Corpus, done int) time.Duration {
 	start := time.Now()
 	n := 0
 	if err := c.Generate(func(d store.SiteDoc) error {
 		n++
+		if n <= done {
+			return nil
+		}
 		if n%5000 == 0 {
 			tb.Logf("%d of %d sites written, %s", n, c.Sites, time.Since(start).Round(time.Second))
 		}
-		return s.ReplaceSite(ctx, d)
+		var err error
+		for range 30 {
+			if err = s.ReplaceSite(ctx, d); err == nil {
+				return nil
+			}
+			tb.Logf("site %d: %v; retrying", n, err)
+			time.Sleep(2 * time.Second)
+		}
+		return err
 	}); err != nil {
 		tb.Fatalf("build corpus: %v", err)
 	}

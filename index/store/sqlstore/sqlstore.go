@@ -1,7 +1,7 @@
 // Package sqlstore implements store.Store over database/sql. The SQLite and
 // PostgreSQL backends share its tables and its logic (replacing a site,
-// cross-site anchors, purges) and differ only in a Dialect: placeholders,
-// how a page's search document is written, and the search query.
+// cross-site anchors, purges, the postings index and search) and differ
+// only in a Dialect: placeholders and how writers are serialised.
 package sqlstore
 
 import (

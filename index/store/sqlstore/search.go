@@ -23,6 +23,11 @@ const (
 	idsPerQuery = 500
 )
 
+// SetFirstBound replaces firstBound (0 restores it). Tests use a small one
+// to drive every multi-word search through the threshold algorithm's later
+// rounds on a corpus small enough to rank by brute force.
+func (s *Store) SetFirstBound(n int) { s.firstBound.Store(int64(n)) }
+
 // hit is a page and its score for a query.
 type hit struct{ id, score int64 }
 
@@ -88,6 +93,9 @@ func (s *Store) rank(ctx context.Context, tokens [][]string, k int) ([]hit, erro
 	bound := k
 	if len(tokens) > 1 {
 		bound = max(k, firstBound)
+		if b := s.firstBound.Load(); b > 0 {
+			bound = max(k, int(b))
+		}
 	}
 	for ; ; bound *= boundGrowth {
 		lists := make([]termList, len(tokens))
@@ -102,7 +110,7 @@ func (s *Store) rank(ctx context.Context, tokens [][]string, k int) ([]hit, erro
 			return best(lists[0].scores, k), nil
 		}
 		candidates, exact := candidatesOf(lists)
-		scores, err := s.scoreAll(ctx, candidates, lists)
+		scores, err := s.scoreAll(ctx, candidates, lists, k)
 		if err != nil {
 			return nil, err
 		}
@@ -177,36 +185,83 @@ func candidatesOf(lists []termList) ([]int64, bool) {
 	return ids, smallest != nil
 }
 
-// scoreAll returns the exact score of every candidate holding all terms,
-// looking up the postings the lists did not reach.
-func (s *Store) scoreAll(ctx context.Context, candidates []int64, lists []termList) (map[int64]int64, error) {
-	total := make(map[int64]int64, len(candidates))
+// scoreAll returns the exact score of every candidate that holds all
+// terms and could still make the top k, looking up on the primary key the
+// postings the lists did not reach. A candidate whose score, with the
+// ceiling of every list it is missing from, stays below the k-th of the
+// candidates seen in every list is dropped unread: it cannot make the top
+// k, and most of a common word's top pages lack the other words.
+func (s *Store) scoreAll(ctx context.Context, candidates []int64, lists []termList, k int) (map[int64]int64, error) {
+	known := make(map[int64]int64, len(candidates))
+	var partial []int64
+	var full []hit
 	for _, id := range candidates {
-		total[id] = 0
-	}
-	for _, l := range lists {
-		var missing []int64
-		for id := range total {
-			if sc, ok := l.scores[id]; ok {
-				total[id] += sc
-			} else if l.complete {
-				delete(total, id) // the term is not on the page
-			} else {
-				missing = append(missing, id)
+		var sum int64
+		complete, matches := true, true
+		for _, l := range lists {
+			sc, ok := l.scores[id]
+			switch {
+			case ok:
+				sum += sc
+			case l.complete:
+				matches = false // the term is not on the page
+			default:
+				complete = false
 			}
 		}
-		slices.Sort(missing)
-		found, err := s.lookup(ctx, l.tokens, missing)
+		if !matches {
+			continue
+		}
+		known[id] = sum
+		if complete {
+			full = append(full, hit{id, sum})
+		} else {
+			partial = append(partial, id)
+		}
+	}
+	kth := int64(-1)
+	if len(full) >= k {
+		slices.SortFunc(full, better)
+		kth = full[k-1].score
+	}
+	total := make(map[int64]int64, len(full)+len(partial))
+	for _, h := range full {
+		total[h.id] = h.score
+	}
+	missing := make([][]int64, len(lists))
+	for _, id := range partial {
+		ceiling := known[id]
+		for _, l := range lists {
+			if _, ok := l.scores[id]; !ok {
+				ceiling += l.ceiling
+			}
+		}
+		if ceiling < kth {
+			continue
+		}
+		total[id] = known[id]
+		for i, l := range lists {
+			if _, ok := l.scores[id]; !ok {
+				missing[i] = append(missing[i], id)
+			}
+		}
+	}
+	lacking := map[int64]bool{}
+	for i, l := range lists {
+		found, err := s.lookup(ctx, l.tokens, missing[i])
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range missing {
+		for _, id := range missing[i] {
 			if sc, ok := found[id]; ok {
 				total[id] += sc
 			} else {
-				delete(total, id)
+				lacking[id] = true
 			}
 		}
+	}
+	for id := range lacking {
+		delete(total, id)
 	}
 	return total, nil
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/lohisoft/crawl-operator/index/store"
@@ -62,6 +63,8 @@ const PageColumns = "site, url, status_code, title, description, h1, h2, h3, anc
 type Store struct {
 	db *sql.DB
 	d  Dialect
+	// firstBound overrides the constant when not 0 (SetFirstBound).
+	firstBound atomic.Int64
 }
 
 // New wraps an open, migrated database.

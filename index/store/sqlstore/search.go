@@ -18,7 +18,7 @@ const (
 	// search reads first; if they cannot prove the answer, it reads
 	// boundGrowth times more, until the lists are complete.
 	firstBound  = 1000
-	boundGrowth = 8
+	boundGrowth = 2
 	// idsPerQuery bounds the IN lists of one lookup.
 	idsPerQuery = 500
 )
@@ -44,12 +44,32 @@ func better(a, b hit) int {
 // of its tokens, merged (a page scores the best of its tokens).
 type termList struct {
 	scores map[int64]int64
-	// tokens are those with at least one posting.
-	tokens []string
+	// byLang holds the tokens with at least one posting, by language tag.
+	byLang map[string]tokenRead
 	// complete means every posting of the term was read.
 	complete bool
 	// ceiling bounds the score of any page not in scores.
 	ceiling int64
+}
+
+// tokenRead is what was read of one token.
+type tokenRead struct {
+	token    string
+	complete bool
+	// ceiling bounds the token's score on any page not read.
+	ceiling int64
+}
+
+// tagOf is the language tag of a token: "en" of "en:run", "" of a word.
+// A page is indexed in one language's tokens, or in plain words when its
+// language has no stemmer, so the token a page matched one term by tells
+// which token of every other term it can hold.
+func tagOf(token string) string {
+	tag, _, found := strings.Cut(token, ":")
+	if !found {
+		return ""
+	}
+	return tag
 }
 
 // Search implements store.Store. A query term matches a page holding its
@@ -99,8 +119,9 @@ func (s *Store) rank(ctx context.Context, tokens [][]string, k int) ([]hit, erro
 	}
 	for ; ; bound *= boundGrowth {
 		lists := make([]termList, len(tokens))
+		langs := map[int64]string{}
 		for i, alts := range tokens {
-			l, err := s.top(ctx, alts, bound)
+			l, err := s.top(ctx, alts, bound, langs)
 			if err != nil {
 				return nil, err
 			}
@@ -110,7 +131,7 @@ func (s *Store) rank(ctx context.Context, tokens [][]string, k int) ([]hit, erro
 			return best(lists[0].scores, k), nil
 		}
 		candidates, exact := candidatesOf(lists)
-		scores, err := s.scoreAll(ctx, candidates, lists, k)
+		scores, err := s.scoreAll(ctx, candidates, lists, langs, k)
 		if err != nil {
 			return nil, err
 		}
@@ -125,15 +146,17 @@ func (s *Store) rank(ctx context.Context, tokens [][]string, k int) ([]hit, erro
 	}
 }
 
-// top reads the best bound postings of each token.
-func (s *Store) top(ctx context.Context, alts []string, bound int) (termList, error) {
-	l := termList{scores: map[int64]int64{}, complete: true}
+// top reads the best bound postings of each token, noting in langs the
+// language of every page read.
+func (s *Store) top(ctx context.Context, alts []string, bound int, langs map[int64]string) (termList, error) {
+	l := termList{scores: map[int64]int64{}, byLang: map[string]tokenRead{}, complete: true}
 	for _, t := range alts {
 		rows, err := s.db.QueryContext(ctx, s.q("SELECT page_id, score FROM postings WHERE term = ? ORDER BY score DESC, page_id LIMIT ?"), t, bound)
 		if err != nil {
 			return termList{}, err
 		}
 		n, last := 0, int64(0)
+		tag := tagOf(t)
 		for rows.Next() {
 			var h hit
 			if err := rows.Scan(&h.id, &h.score); err != nil {
@@ -141,18 +164,21 @@ func (s *Store) top(ctx context.Context, alts []string, bound int) (termList, er
 				return termList{}, err
 			}
 			l.scores[h.id] = max(l.scores[h.id], h.score)
+			langs[h.id] = tag
 			n, last = n+1, h.score
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return termList{}, err
 		}
-		if n > 0 {
-			l.tokens = append(l.tokens, t)
-		}
-		if n == bound {
+		r := tokenRead{token: t, complete: n < bound}
+		if !r.complete {
+			r.ceiling = last
 			l.complete = false
 			l.ceiling = max(l.ceiling, last)
+		}
+		if n > 0 {
+			l.byLang[tag] = r
 		}
 	}
 	return l, nil
@@ -187,36 +213,40 @@ func candidatesOf(lists []termList) ([]int64, bool) {
 
 // scoreAll returns the exact score of every candidate that holds all
 // terms and could still make the top k, looking up on the primary key the
-// postings the lists did not reach. A candidate whose score, with the
-// ceiling of every list it is missing from, stays below the k-th of the
-// candidates seen in every list is dropped unread: it cannot make the top
-// k, and most of a common word's top pages lack the other words.
-func (s *Store) scoreAll(ctx context.Context, candidates []int64, lists []termList, k int) (map[int64]int64, error) {
-	known := make(map[int64]int64, len(candidates))
-	var partial []int64
+// postings the lists did not reach: for each page only the token of its
+// own language, and none where that token was read to the end (the page
+// lacks the term). A candidate whose score, with the ceiling of every
+// token it is missing from, stays below the k-th of the candidates seen
+// in every list is dropped unread: it cannot make the top k, and most of
+// a common word's top pages lack the other words.
+func (s *Store) scoreAll(ctx context.Context, candidates []int64, lists []termList, langs map[int64]string, k int) (map[int64]int64, error) {
+	type partialHit struct {
+		id, known, ceiling int64
+	}
 	var full []hit
+	var partial []partialHit
 	for _, id := range candidates {
-		var sum int64
+		var sum, ceiling int64
 		complete, matches := true, true
 		for _, l := range lists {
-			sc, ok := l.scores[id]
-			switch {
-			case ok:
+			if sc, ok := l.scores[id]; ok {
 				sum += sc
-			case l.complete:
-				matches = false // the term is not on the page
-			default:
-				complete = false
+				continue
 			}
+			r, ok := l.byLang[langs[id]]
+			if !ok || r.complete {
+				matches = false // the term is not on the page
+				break
+			}
+			complete = false
+			ceiling += r.ceiling
 		}
-		if !matches {
-			continue
-		}
-		known[id] = sum
-		if complete {
+		switch {
+		case !matches:
+		case complete:
 			full = append(full, hit{id, sum})
-		} else {
-			partial = append(partial, id)
+		default:
+			partial = append(partial, partialHit{id, sum, sum + ceiling})
 		}
 	}
 	kth := int64(-1)
@@ -228,31 +258,27 @@ func (s *Store) scoreAll(ctx context.Context, candidates []int64, lists []termLi
 	for _, h := range full {
 		total[h.id] = h.score
 	}
-	missing := make([][]int64, len(lists))
-	for _, id := range partial {
-		ceiling := known[id]
-		for _, l := range lists {
-			if _, ok := l.scores[id]; !ok {
-				ceiling += l.ceiling
-			}
-		}
-		if ceiling < kth {
+	// The lookups, by token: each page needs the token of its language.
+	missing := map[string][]int64{}
+	for _, p := range partial {
+		if p.ceiling < kth {
 			continue
 		}
-		total[id] = known[id]
-		for i, l := range lists {
-			if _, ok := l.scores[id]; !ok {
-				missing[i] = append(missing[i], id)
+		total[p.id] = p.known
+		for _, l := range lists {
+			if _, ok := l.scores[p.id]; !ok {
+				t := l.byLang[langs[p.id]].token
+				missing[t] = append(missing[t], p.id)
 			}
 		}
 	}
 	lacking := map[int64]bool{}
-	for i, l := range lists {
-		found, err := s.lookup(ctx, l.tokens, missing[i])
+	for t, ids := range missing {
+		found, err := s.lookup(ctx, t, ids)
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range missing[i] {
+		for _, id := range ids {
 			if sc, ok := found[id]; ok {
 				total[id] += sc
 			} else {
@@ -266,22 +292,17 @@ func (s *Store) scoreAll(ctx context.Context, candidates []int64, lists []termLi
 	return total, nil
 }
 
-// lookup returns the best score of tokens on each of ids that has one.
-func (s *Store) lookup(ctx context.Context, tokens []string, ids []int64) (map[int64]int64, error) {
+// lookup returns the score of token on each of ids that has it.
+func (s *Store) lookup(ctx context.Context, token string, ids []int64) (map[int64]int64, error) {
 	out := map[int64]int64{}
-	if len(tokens) == 0 {
-		return out, nil
-	}
+	slices.Sort(ids)
 	for chunk := range slices.Chunk(ids, idsPerQuery) {
-		args := make([]any, 0, len(tokens)+len(chunk))
-		for _, t := range tokens {
-			args = append(args, t)
-		}
+		args := make([]any, 0, 1+len(chunk))
+		args = append(args, token)
 		for _, id := range chunk {
 			args = append(args, id)
 		}
-		rows, err := s.db.QueryContext(ctx, s.q("SELECT page_id, score FROM postings WHERE term IN ("+placeholders(len(tokens))+
-			") AND page_id IN ("+placeholders(len(chunk))+")"), args...)
+		rows, err := s.db.QueryContext(ctx, s.q("SELECT page_id, score FROM postings WHERE term = ? AND page_id IN ("+placeholders(len(chunk))+")"), args...)
 		if err != nil {
 			return nil, err
 		}
@@ -291,7 +312,7 @@ func (s *Store) lookup(ctx context.Context, tokens []string, ids []int64) (map[i
 				rows.Close()
 				return nil, err
 			}
-			out[h.id] = max(out[h.id], h.score)
+			out[h.id] = h.score
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

@@ -1,4 +1,4 @@
-//go:build bench1m || scratch
+//go:build bench1m
 
 package postgres
 

@@ -19,8 +19,9 @@ const (
 	// boundGrowth times more, until the lists are complete.
 	firstBound  = 1000
 	boundGrowth = 2
-	// idsPerQuery bounds the IN lists of one lookup.
-	idsPerQuery = 500
+	// pairsPerQuery bounds the conditions of one lookup, well within
+	// SQLite's expression depth (1,000).
+	pairsPerQuery = 200
 )
 
 // SetFirstBound replaces firstBound (0 restores it). Tests use a small one
@@ -292,17 +293,22 @@ func (s *Store) scoreAll(ctx context.Context, candidates []int64, lists []termLi
 	return total, nil
 }
 
-// lookup returns the score of token on each of ids that has it.
+// lookup returns the score of token on each of ids that has it. The
+// query names each (page_id, term) pair of the primary key: written as
+// "term = ? AND page_id IN (...)", PostgreSQL's planner scans the whole
+// term's range of the other index instead (62 ms against 7.6 ms for 500
+// pages of a common word, measured), and SQLite scans it all for a
+// row-value IN.
 func (s *Store) lookup(ctx context.Context, token string, ids []int64) (map[int64]int64, error) {
 	out := map[int64]int64{}
 	slices.Sort(ids)
-	for chunk := range slices.Chunk(ids, idsPerQuery) {
-		args := make([]any, 0, 1+len(chunk))
-		args = append(args, token)
+	for chunk := range slices.Chunk(ids, pairsPerQuery) {
+		args := make([]any, 0, 2*len(chunk))
 		for _, id := range chunk {
-			args = append(args, id)
+			args = append(args, id, token)
 		}
-		rows, err := s.db.QueryContext(ctx, s.q("SELECT page_id, score FROM postings WHERE term = ? AND page_id IN ("+placeholders(len(chunk))+")"), args...)
+		rows, err := s.db.QueryContext(ctx, s.q("SELECT page_id, score FROM postings WHERE "+
+			strings.TrimSuffix(strings.Repeat("(page_id = ? AND term = ?) OR ", len(chunk)), " OR ")), args...)
 		if err != nil {
 			return nil, err
 		}

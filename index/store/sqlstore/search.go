@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,9 +20,8 @@ const (
 	// boundGrowth times more, until the lists are complete.
 	firstBound  = 1000
 	boundGrowth = 2
-	// pairsPerQuery bounds the conditions of one lookup, well within
-	// SQLite's expression depth (1,000).
-	pairsPerQuery = 200
+	// idsPerQuery bounds the pages of one lookup.
+	idsPerQuery = 500
 )
 
 // SetFirstBound replaces firstBound (0 restores it). Tests use a small one
@@ -293,32 +293,36 @@ func (s *Store) scoreAll(ctx context.Context, candidates []int64, lists []termLi
 	return total, nil
 }
 
-// lookup returns the score of token on each of ids that has it. The
-// query names each (page_id, term) pair of the primary key: written as
-// "term = ? AND page_id IN (...)", PostgreSQL's planner scans the whole
-// term's range of the other index instead (62 ms against 7.6 ms for 500
-// pages of a common word, measured), and SQLite scans it all for a
-// row-value IN.
+// lookup returns the score of token on each of ids that has it: one
+// primary-key probe per page, as a correlated subquery over a VALUES
+// list. The plainer "term = ? AND page_id IN (...)" makes PostgreSQL's
+// planner scan the term's whole range of the other index (62 ms against
+// 6.8 ms for 500 pages of a common word, measured on 1,000,000 pages), and
+// an OR of (page_id, term) pairs costs it milliseconds of planning.
 func (s *Store) lookup(ctx context.Context, token string, ids []int64) (map[int64]int64, error) {
 	out := map[int64]int64{}
 	slices.Sort(ids)
-	for chunk := range slices.Chunk(ids, pairsPerQuery) {
-		args := make([]any, 0, 2*len(chunk))
+	for chunk := range slices.Chunk(ids, idsPerQuery) {
+		args := make([]any, 0, 1+len(chunk))
+		args = append(args, token)
 		for _, id := range chunk {
-			args = append(args, id, token)
+			args = append(args, id)
 		}
-		rows, err := s.db.QueryContext(ctx, s.q("SELECT page_id, score FROM postings WHERE "+
-			strings.TrimSuffix(strings.Repeat("(page_id = ? AND term = ?) OR ", len(chunk)), " OR ")), args...)
+		rows, err := s.db.QueryContext(ctx, s.q("SELECT v.column1, (SELECT p.score FROM postings p WHERE p.page_id = v.column1 AND p.term = ?) FROM (VALUES "+
+			strings.TrimSuffix(strings.Repeat("(CAST(? AS BIGINT)), ", len(chunk)), ", ")+") v"), args...)
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
-			var h hit
-			if err := rows.Scan(&h.id, &h.score); err != nil {
+			var id int64
+			var score sql.NullInt64
+			if err := rows.Scan(&id, &score); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			out[h.id] = h.score
+			if score.Valid {
+				out[id] = score.Int64
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

@@ -31,6 +31,12 @@ func newNamespace(t *testing.T) string {
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
+	// envtest runs no namespace controller, so a test's CrawlTargets would
+	// outlive it and, still due, take the slots of the next test's egress
+	// node the moment its manager (watching every namespace) starts.
+	t.Cleanup(func() {
+		_ = k8s.DeleteAllOf(context.Background(), &crawlv1.CrawlTarget{}, client.InNamespace(ns.Name))
+	})
 	return ns.Name
 }
 
@@ -178,7 +184,21 @@ func waitPod(t *testing.T, ct *crawlv1.CrawlTarget, run int64) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{}
 	key := client.ObjectKey{Namespace: ct.Namespace, Name: crawlpod.PodName(ct.Name, run)}
-	eventually(t, "crawler Pod "+key.Name, func() error { return k8s.Get(context.Background(), key, pod) })
+	eventually(t, "crawler Pod "+key.Name, func() error {
+		err := k8s.Get(context.Background(), key, pod)
+		if err == nil {
+			return nil
+		}
+		// Say why the target has no Pod yet: its Ready condition names
+		// what it waits for.
+		cur := &crawlv1.CrawlTarget{}
+		if gerr := k8s.Get(context.Background(), client.ObjectKeyFromObject(ct), cur); gerr == nil {
+			if c := meta.FindStatusCondition(cur.Status.Conditions, crawlv1.ConditionReady); c != nil {
+				return fmt.Errorf("%w (target Ready=%s %s: %s)", err, c.Status, c.Reason, c.Message)
+			}
+		}
+		return err
+	})
 	return pod
 }
 

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,13 +22,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/controllers/crawlqueue"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/egress"
@@ -39,7 +44,6 @@ const (
 	// owner of a site is one cached lookup away.
 	targetsBySiteField = "crawl.lohisoft.com/site"
 
-	waitRequeue = 15 * time.Second
 	// conflictRequeue is short: the cache catches up within milliseconds.
 	conflictRequeue = 200 * time.Millisecond
 	// finishedPodsKept is how many finished crawler Pods stay for their logs.
@@ -51,7 +55,9 @@ const (
 type CrawlTargetReconciler struct {
 	client.Client
 	// APIReader reads straight from the API server where a stale cache
-	// would double-book: fleet capacity and Pods the cache has not seen yet.
+	// would lose a run: the Pod of the current run and its stored result,
+	// when the cache does not show them yet. Capacity never comes from it:
+	// the crawl queue counts it from the cache.
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
@@ -59,14 +65,23 @@ type CrawlTargetReconciler struct {
 
 	Pod              crawlpod.Config
 	MaxCrawlsPerNode int
+	// MaxConcurrentReconciles is how many targets are reconciled at once.
+	MaxConcurrentReconciles int
+	// Queue holds the crawl slots and the targets waiting for one; nil
+	// makes a new one of MaxCrawlsPerNode slots per node at setup.
+	Queue *crawlqueue.Queue
 	// Egress says which egress nodes may take crawls (selector, published
 	// IPs, FCrDNS self-check).
 	Egress egress.Policy
 	// NetworkPolicy, when enabled, is ensured in a namespace before a
 	// crawler Pod starts there.
 	NetworkPolicy crawlpod.NetworkPolicyConfig
+	// written holds, per target, the resourceVersion of the status this
+	// manager last wrote.
+	written sync.Map
 	// Namespaces are the namespaces the manager watches (empty: all); the
-	// fleet is counted from the crawler Pods there.
+	// fleet is counted from the crawler Pods there (the cache holds no
+	// others).
 	Namespaces watchns.Namespaces
 }
 
@@ -82,7 +97,10 @@ type targetScope struct {
 	failure string
 	// stall is set when a run failed on input that cannot change by
 	// itself during this reconcile.
-	stall   reason
+	stall reason
+	// queued is set when the target waits in the crawl queue; every other
+	// outcome takes it out.
+	queued  bool
 	requeue time.Duration
 	// committed are Events and metric updates that describe what this
 	// reconcile decided; they happen only once its status patch lands, so a
@@ -91,6 +109,12 @@ type targetScope struct {
 }
 
 func (s *targetScope) onCommit(f func()) { s.committed = append(s.committed, f) }
+
+func (s *targetScope) commit() {
+	for _, f := range s.committed {
+		f()
+	}
+}
 
 func (s *targetScope) requeueAfter(d time.Duration) {
 	if d > 0 && (s.requeue == 0 || d < s.requeue) {
@@ -122,10 +146,13 @@ type step func(ctx context.Context, s *targetScope) (done bool, err error)
 func (r *CrawlTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	ct := &crawlv1.CrawlTarget{}
 	if err := r.Get(ctx, req.NamespacedName, ct); err != nil {
+		r.Queue.Leave(req.NamespacedName)
+		r.written.Delete(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ct.DeletionTimestamp.IsZero() {
 		// Pods, Secrets and the SiteIndex are owned and go with it.
+		r.Queue.Leave(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	before := ct.DeepCopy()
@@ -133,7 +160,21 @@ func (r *CrawlTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 	var stepErr error
 	defer func() {
+		if !s.queued || stepErr != nil {
+			// A target that failed part-way comes back with the error
+			// backoff; meanwhile it keeps no one behind it waiting.
+			r.Queue.Leave(req.NamespacedName)
+		}
 		r.renderStatus(before, s, stepErr)
+		if r.unchanged(before, ct) {
+			// Nothing to write: a reconcile that changes nothing costs no
+			// request.
+			s.commit()
+			if retErr == nil {
+				result = ctrl.Result{RequeueAfter: s.requeue}
+			}
+			return
+		}
 		// The optimistic lock refuses a status computed from a stale cache;
 		// the retry then sees what the previous reconcile wrote.
 		err := r.Status().Patch(ctx, ct, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
@@ -144,9 +185,8 @@ func (r *CrawlTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		case err != nil && !apierrors.IsNotFound(err):
 			retErr = errors.Join(retErr, fmt.Errorf("patch status: %w", err))
 		case err == nil:
-			for _, f := range s.committed {
-				f()
-			}
+			r.written.Store(req.NamespacedName, ct.ResourceVersion)
+			s.commit()
 		}
 		if ctx.Err() != nil {
 			// The manager is stopping; the next leader reconciles again.
@@ -168,6 +208,18 @@ func (r *CrawlTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// unchanged reports whether a status patch would change nothing. It
+// trusts the cached status only when it is the one this manager last
+// wrote (or the first it saw): a status computed from an older one must
+// go to the API server, whose optimistic lock refuses it.
+func (r *CrawlTargetReconciler) unchanged(before, ct *crawlv1.CrawlTarget) bool {
+	if !equality.Semantic.DeepEqual(before.Status, ct.Status) {
+		return false
+	}
+	last, ok := r.written.Load(client.ObjectKeyFromObject(ct))
+	return !ok || last.(string) == before.ResourceVersion
 }
 
 // parseSite names the site. The CRD validates spec.url, so failing here
@@ -440,7 +492,7 @@ func (r *CrawlTargetReconciler) recordSuccess(ctx context.Context, s *targetScop
 	idx := s.index
 	st := &s.ct.Status
 	st.RetryAfter = idx.Status.RetryAfter
-	pages := int32(len(idx.Status.Pages))
+	pages := idx.Status.Stats.Pages
 	if pages == 0 && idx.Status.Refused != "" {
 		r.recordStall(s, finished, reason{crawlv1.ReasonAddressRefused,
 			fmt.Sprintf("crawl %d refused the site: %s; not retried until spec changes or a crawl is requested", st.Runs, idx.Status.Refused)})
@@ -520,8 +572,11 @@ func (r *CrawlTargetReconciler) holdStalled(_ context.Context, s *targetScope) (
 	return true, nil
 }
 
-// startCrawl starts a crawl when one is due and the fleet has room: one
-// crawl per host at a time fleet-wide and at most MaxCrawlsPerNode per node.
+// startCrawl starts a crawl when one is due and the crawl queue gives it
+// a slot: one crawl per host at a time fleet-wide, at most
+// MaxCrawlsPerNode per node, the oldest due target first. Otherwise the
+// target waits in the queue with no timer: the queue wakes it when it can
+// start.
 func (r *CrawlTargetReconciler) startCrawl(ctx context.Context, s *targetScope) (bool, error) {
 	due, next := crawlDue(s.ct, s.now)
 	if next.IsZero() {
@@ -535,57 +590,94 @@ func (r *CrawlTargetReconciler) startCrawl(ctx context.Context, s *targetScope) 
 		}
 		return true, nil
 	}
-
-	fleet, err := r.fleet(ctx)
-	if err != nil {
-		return false, err
-	}
-	if own := fleet.byTarget[s.ct.UID]; own != nil {
+	if own := r.Queue.Running(s.ct.UID); own != nil {
 		// The status is behind the cluster (a stale cache, or a crash
 		// between creating the Pod and recording it): adopt the run.
 		adoptRun(&s.ct.Status, own)
 		s.active = own
 		return true, nil
 	}
-	if other, busy := fleet.busyHosts[crawlpod.HostHash(s.site.Host)]; busy {
-		s.verdict.wait = reason{crawlv1.ReasonWaitingForCapacity,
-			fmt.Sprintf("host %s is being crawled by Pod %s; one crawl per host at a time", s.site.Host, other)}
-		s.requeueAfter(waitRequeue)
+	nodes, err := r.usableNodes(ctx)
+	if err != nil {
+		return false, err
+	}
+	key := client.ObjectKeyFromObject(s.ct)
+	pod := types.NamespacedName{Namespace: s.ct.Namespace, Name: crawlpod.PodName(s.ct.Name, s.ct.Status.Runs+1)}
+	d, pos := r.Queue.Book(crawlqueue.Waiter{
+		Target: key,
+		Due:    dueSince(s.ct, next),
+		Host:   crawlpod.HostHash(s.site.Host),
+		Site:   s.site.String(),
+		Node:   s.ct.Status.EgressNode,
+	}, pod, s.ct.UID, nodes)
+	if d.Wait != 0 {
+		s.queued = true
+		s.verdict.wait = r.waitReason(s, d, pos)
 		return true, nil
 	}
-	var nodes corev1.NodeList
-	if err := r.List(ctx, &nodes, client.MatchingLabels(r.Egress.Selector.Labels())); err != nil {
-		return false, fmt.Errorf("list egress nodes: %w", err)
-	}
-	usable := r.Egress.MayCrawl(nodes.Items)
-	if len(usable) == 0 {
-		s.verdict.wait = reason{crawlv1.ReasonNoEgressNode,
-			fmt.Sprintf("no usable egress node: need a Ready, schedulable Node labelled %s whose IPv4 ExternalIP is published (--expected-egress-ips) and passes the FCrDNS self-check",
-				labels.FormatLabels(r.Egress.Selector.Labels()))}
-		s.requeueAfter(waitRequeue)
-		return true, nil
-	}
-	for i := range usable {
-		usable[i].Running = fleet.perNode[usable[i].Name]
-	}
-	node, ok := egress.Choose(usable, s.ct.Status.EgressNode, s.site.String(), r.MaxCrawlsPerNode)
-	if !ok {
-		msg := fmt.Sprintf("all egress nodes run %d crawls", r.MaxCrawlsPerNode)
-		if node.Name != "" {
-			msg = fmt.Sprintf("egress node %s (%s), the site's source IP, runs %d crawls", node.Name, node.IP, r.MaxCrawlsPerNode)
-		}
-		s.verdict.wait = reason{crawlv1.ReasonWaitingForCapacity, msg}
-		s.requeueAfter(waitRequeue)
-		return true, nil
-	}
-	return true, r.createRun(ctx, s, node)
+	return true, r.createRun(ctx, s, d.Node)
 }
 
-// createRun creates the run's token Secret and Pod. Both names derive from
-// the run number, so repeating this after a crash adopts what exists.
-func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, node egress.Node) error {
+// dueSince is when a due crawl became due, which orders the queue: the
+// scheduled time, or the target's creation for a crawl due at once (the
+// first one, or one requested).
+func dueSince(ct *crawlv1.CrawlTarget, next time.Time) time.Time {
+	if next.IsZero() {
+		return ct.CreationTimestamp.Time
+	}
+	return next
+}
+
+// waitReason says why a target waits and where it stands in the queue.
+// The position is the one at this reconcile: waiting targets are not
+// reconciled again until they can start, so it is never rewritten as the
+// queue moves (a status write per waiting target per crawl would cost
+// more than the queue itself); the metrics give the live picture.
+func (r *CrawlTargetReconciler) waitReason(s *targetScope, d crawlqueue.Decision, pos crawlqueue.Position) reason {
+	where := fmt.Sprintf("; position %d of %d in the crawl queue (oldest due first)", pos.N, pos.Of)
+	switch d.Wait {
+	case crawlqueue.NoNode:
+		return reason{crawlv1.ReasonNoEgressNode,
+			fmt.Sprintf("no usable egress node: need a Ready, schedulable Node labelled %s whose IPv4 ExternalIP is published (--expected-egress-ips) and passes the FCrDNS self-check",
+				labels.FormatLabels(r.Egress.Selector.Labels())) + where}
+	case crawlqueue.HostBusy:
+		return reason{crawlv1.ReasonWaitingForCapacity,
+			fmt.Sprintf("host %s is being crawled by Pod %s; one crawl per host at a time", s.site.Host, d.HostPod) + where}
+	case crawlqueue.NodeFull:
+		return reason{crawlv1.ReasonWaitingForCapacity,
+			fmt.Sprintf("egress node %s (%s), the site's source IP, runs %d crawls", d.Node.Name, d.Node.IP, r.MaxCrawlsPerNode) + where}
+	case crawlqueue.AllFull:
+		return reason{crawlv1.ReasonWaitingForCapacity, fmt.Sprintf("all egress nodes run %d crawls", r.MaxCrawlsPerNode) + where}
+	default:
+		return reason{crawlv1.ReasonWaitingForCapacity, "older targets in the crawl queue take the free slots first" + where}
+	}
+}
+
+// usableNodes are the egress nodes that may take crawls now, from the
+// cache.
+func (r *CrawlTargetReconciler) usableNodes(ctx context.Context) ([]egress.Node, error) {
+	var nodes corev1.NodeList
+	if err := r.List(ctx, &nodes, client.MatchingLabels(r.Egress.Selector.Labels())); err != nil {
+		return nil, fmt.Errorf("list egress nodes: %w", err)
+	}
+	return r.Egress.MayCrawl(nodes.Items), nil
+}
+
+// createRun creates the run's token Secret and Pod on the node the queue
+// gave it. Both names derive from the run number, so repeating this after
+// a crash adopts what exists. The slot the queue handed out follows the
+// Pod that exists at the end, or goes back.
+func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, node egress.Node) (err error) {
 	st := &s.ct.Status
 	run := crawlpod.Run{Target: s.ct, Site: s.site, Number: st.Runs + 1, Node: node.Name, NodeIP: node.IP}
+	var created *corev1.Pod
+	defer func() {
+		if created != nil {
+			r.Queue.Created(created)
+		} else {
+			r.Queue.Release(types.NamespacedName{Namespace: s.ct.Namespace, Name: crawlpod.PodName(s.ct.Name, run.Number)})
+		}
+	}()
 	if requested, ok := crawlRequested(s.ct); ok {
 		run.RequestedAt = requested
 	}
@@ -597,6 +689,7 @@ func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, n
 		return err
 	}
 	if existing != nil {
+		created = existing
 		r.adoptExisting(s, existing)
 		return nil
 	}
@@ -612,12 +705,14 @@ func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, n
 		if existing == nil {
 			return fmt.Errorf("crawler Pod %s was deleted while it was being created; retrying", pod.Name)
 		}
+		created = existing
 		r.adoptExisting(s, existing)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("create crawler Pod: %w", err)
 	}
+	created = pod
 	adoptRun(st, pod)
 	s.active = pod
 	s.onCommit(func() {
@@ -725,44 +820,6 @@ func (r *CrawlTargetReconciler) runToken(ctx context.Context, run crawlpod.Run) 
 	return token, nil, nil
 }
 
-// fleetLoad is what every crawler Pod in the cluster occupies right now.
-type fleetLoad struct {
-	perNode   map[string]int
-	busyHosts map[string]string // host hash -> namespace/pod
-	byTarget  map[types.UID]*corev1.Pod
-}
-
-// fleet reads crawler Pods from the API server, not the cache: two targets
-// of one host reconciled back to back must see each other's Pods. In
-// namespaced mode it lists each watched namespace, all the manager's RBAC
-// lets it read; crawls that other managers run elsewhere are not counted.
-func (r *CrawlTargetReconciler) fleet(ctx context.Context) (fleetLoad, error) {
-	namespaces := []string{metav1.NamespaceAll}
-	if !r.Namespaces.All() {
-		namespaces = r.Namespaces
-	}
-	f := fleetLoad{perNode: map[string]int{}, busyHosts: map[string]string{}, byTarget: map[types.UID]*corev1.Pod{}}
-	for _, ns := range namespaces {
-		var pods corev1.PodList
-		if err := r.APIReader.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{
-			crawlpod.LabelName: crawlpod.NameValue, crawlpod.LabelManagedBy: crawlpod.ManagedByValue,
-		}); err != nil {
-			return fleetLoad{}, fmt.Errorf("list crawler Pods: %w", err)
-		}
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if crawlpod.Finished(p) {
-				continue
-			}
-			// Terminating Pods still hold their slot and their host.
-			f.perNode[p.Annotations[crawlpod.AnnotationEgressNode]]++
-			f.busyHosts[p.Labels[crawlpod.LabelHostHash]] = p.Namespace + "/" + p.Name
-			f.byTarget[types.UID(p.Labels[crawlpod.LabelTargetUID])] = p
-		}
-	}
-	return f, nil
-}
-
 // pruneFinished keeps the newest finished Pods for their logs and deletes
 // older ones, with their token Secrets.
 func (r *CrawlTargetReconciler) pruneFinished(ctx context.Context, pods []corev1.Pod) error {
@@ -792,6 +849,13 @@ func (r *CrawlTargetReconciler) deleteToken(ctx context.Context, ct *crawlv1.Cra
 	return nil
 }
 
+// queueResync is how often the crawl queue is planned again with nothing
+// having happened: the safety net for changes that come with no event (an
+// egress node whose FCrDNS check now passes, a Pod the cache never
+// showed). It costs no API request: the plan is made in memory and only
+// targets that can start are woken.
+const queueResync = 30 * time.Second
+
 // SetupWithManager registers the reconciler and what wakes it.
 func (r *CrawlTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &crawlv1.CrawlTarget{}, targetsBySiteField,
@@ -804,17 +868,105 @@ func (r *CrawlTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}); err != nil {
 		return err
 	}
+	if r.Queue == nil {
+		r.Queue = crawlqueue.New(r.MaxCrawlsPerNode)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&crawlv1.CrawlTarget{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&corev1.Pod{}).
-		Owns(&crawlv1.SiteIndex{}).
+		// The reconciler creates its Pods and SiteIndexes itself, so their
+		// creation is no news to it; reacting would only reconcile again
+		// against a cache that has not seen the status just written.
+		Owns(&corev1.Pod{}, builder.WithPredicates(notCreated)).
+		Owns(&crawlv1.SiteIndex{}, builder.WithPredicates(notCreated)).
 		Watches(&crawlv1.Exclusion{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfExclusion)).
 		// When a site's owner goes away or moves to another site, its
 		// duplicates take over.
 		Watches(&crawlv1.CrawlTarget{}, r.siteOwnerChanges()).
+		// The crawl queue's ledger follows the crawler Pods, and its
+		// waiters are woken when a Pod frees a slot or a node changes.
+		Watches(&corev1.Pod{}, r.podsToQueue()).
+		Watches(&corev1.Node{}, r.nodesToQueue()).
+		WatchesRawSource(source.Func(r.queueWakeups)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Named("crawltarget").
 		Complete(r)
+}
+
+// notCreated passes every event but a creation.
+var notCreated = predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
+
+// podsToQueue feeds the crawl queue's ledger with every crawler Pod the
+// operator manages, as the cache shows it.
+func (r *CrawlTargetReconciler) podsToQueue() handler.EventHandler {
+	managed := func(o client.Object) (*corev1.Pod, bool) {
+		pod, ok := o.(*corev1.Pod)
+		return pod, ok && pod.Labels[crawlpod.LabelManagedBy] == crawlpod.ManagedByValue
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if pod, ok := managed(e.Object); ok {
+				r.Queue.Observe(pod)
+			}
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if pod, ok := managed(e.ObjectNew); ok {
+				r.Queue.Observe(pod)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if pod, ok := managed(e.Object); ok {
+				r.Queue.Forget(client.ObjectKeyFromObject(pod))
+			}
+		},
+	}
+}
+
+// nodesToQueue tells the crawl queue which egress nodes may take crawls
+// whenever an egress Node changes.
+func (r *CrawlTargetReconciler) nodesToQueue() handler.EventHandler {
+	update := func(ctx context.Context) {
+		nodes, err := r.usableNodes(ctx)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "crawl queue: list egress nodes")
+			return
+		}
+		r.Queue.SetNodes(nodes)
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, _ event.CreateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			update(ctx)
+		},
+		UpdateFunc: func(ctx context.Context, _ event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			update(ctx)
+		},
+		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			update(ctx)
+		},
+	}
+}
+
+// queueWakeups sends the crawl queue's wake-ups to the work queue, and
+// plans the queue again every queueResync until the controller stops.
+func (r *CrawlTargetReconciler) queueWakeups(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	r.Queue.SetWake(func(t types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: t}) })
+	go func() {
+		tick := time.NewTicker(queueResync)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				r.Queue.SetWake(nil)
+				return
+			case <-tick.C:
+				if nodes, err := r.usableNodes(ctx); err == nil {
+					r.Queue.SetNodes(nodes)
+				}
+				r.Queue.Resync()
+			}
+		}
+	}()
+	return nil
 }
 
 func (r *CrawlTargetReconciler) targetsOfExclusion(ctx context.Context, o client.Object) []reconcile.Request {

@@ -3,7 +3,9 @@
 // The CrawlTarget reconciler turns each due target into one crawler Pod on
 // an egress node and records the outcome in the target's status; its steps
 // are in crawltarget_controller.go, its status truth table in
-// crawltarget_status.go and its schedule in schedule.go. The Exclusion
+// crawltarget_status.go and its schedule in schedule.go; which due target
+// may start now, and on which node, the crawl queue decides (crawlqueue),
+// which wakes waiting targets instead of polling them. The Exclusion
 // reconciler stops and purges everything under an excluded domain. Both
 // build a scope from small named steps and patch the status once, with an
 // optimistic lock, emitting Events and metrics only after the patch lands.

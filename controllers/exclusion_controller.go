@@ -199,7 +199,7 @@ func (r *ExclusionReconciler) purgePages(ctx context.Context, s *exclusionScope)
 		if err != nil {
 			return fmt.Errorf("get SiteIndex %s/%s: %w", ct.Namespace, ct.Name, err)
 		}
-		n := int64(len(si.Status.Pages))
+		n := int64(si.Status.Stats.Pages)
 		cleared, err := clearIndexLocked(ctx, r.Client, si)
 		if apierrors.IsConflict(err) {
 			// Written meanwhile (the cache was behind): look again.

@@ -6,12 +6,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/controllers/crawlqueue"
 )
 
 var (
@@ -41,22 +40,36 @@ var (
 		Help: "Indexed pages removed because an Exclusion covers their site.",
 	})
 	crawlsRunningDesc = prometheus.NewDesc("crawl_operator_crawls_running",
-		"Crawler Pods not yet finished, by egress node.", []string{"node"}, nil)
+		"Crawler Pods not yet finished, by egress node, as the crawl queue counts them (with those just created and not yet in the cache).", []string{"node"}, nil)
 	targetsDesc = prometheus.NewDesc("crawl_operator_targets",
 		"CrawlTargets by phase; phase Waiting is the queue.", []string{"phase"}, nil)
+	queueWaitingDesc = prometheus.NewDesc("crawl_operator_queue_waiting",
+		"CrawlTargets due for a crawl and waiting in the crawl queue, by what they wait for: no-egress-node, host-busy, no-free-slot, or older-first (a slot is free and older targets take it first).",
+		[]string{"reason"}, nil)
+	queueOldestDesc = prometheus.NewDesc("crawl_operator_queue_oldest_wait_seconds",
+		"How long the first CrawlTarget in the crawl queue has been due; 0 when none waits.", nil, nil)
 )
+
+// queueReasons name, for the queue metric, what a waiter waits for.
+var queueReasons = map[crawlqueue.Wait]string{
+	crawlqueue.NoNode:   "no-egress-node",
+	crawlqueue.HostBusy: "host-busy",
+	crawlqueue.NodeFull: "no-free-slot",
+	crawlqueue.AllFull:  "no-free-slot",
+	crawlqueue.Behind:   "older-first",
+}
 
 // RegisterMetrics adds the crawl metrics to controller-runtime's registry,
 // which the manager serves on its metrics endpoint. The gauges are read from
-// the cache at scrape time, so they cannot drift from the cluster. They
+// the cache and the crawl queue at scrape time, so they cannot drift. They
 // describe the whole fleet, which every replica's cache holds, so only the
 // leader reports them (once elected is closed: mgr.Elected(), closed at
 // start without leader election): summed over two replicas they would
 // count every crawl twice. Calling it again (tests run several managers in
 // one process) makes the gauges follow the new manager.
-func RegisterMetrics(cache client.Reader, elected <-chan struct{}) {
+func RegisterMetrics(cache client.Reader, elected <-chan struct{}, queue *crawlqueue.Queue) {
 	state.mu.Lock()
-	state.cache, state.elected = cache, elected
+	state.cache, state.elected, state.queue = cache, elected, queue
 	state.mu.Unlock()
 	registerOnce.Do(func() {
 		metrics.Registry.MustRegister(crawlsStarted, crawlsFinished, pagesIndexed, crawlDuration,
@@ -73,34 +86,28 @@ type stateCollector struct {
 	mu      sync.Mutex
 	cache   client.Reader
 	elected <-chan struct{}
+	queue   *crawlqueue.Queue
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- crawlsRunningDesc
 	ch <- targetsDesc
+	ch <- queueWaitingDesc
+	ch <- queueOldestDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	cache, elected := c.cache, c.elected
+	cache, elected, queue := c.cache, c.elected, c.queue
 	c.mu.Unlock()
 	if cache == nil || !closed(elected) {
 		return
 	}
+	if queue != nil {
+		collectQueue(ch, queue.Stats(), time.Now())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var pods corev1.PodList
-	if err := cache.List(ctx, &pods, client.MatchingLabels{crawlpod.LabelName: crawlpod.NameValue}); err == nil {
-		perNode := map[string]int{}
-		for i := range pods.Items {
-			if !crawlpod.Finished(&pods.Items[i]) {
-				perNode[pods.Items[i].Annotations[crawlpod.AnnotationEgressNode]]++
-			}
-		}
-		for node, n := range perNode {
-			ch <- prometheus.MustNewConstMetric(crawlsRunningDesc, prometheus.GaugeValue, float64(n), node)
-		}
-	}
 	var targets crawlv1.CrawlTargetList
 	if err := cache.List(ctx, &targets); err == nil {
 		perPhase := map[crawlv1.CrawlPhase]int{}
@@ -126,4 +133,25 @@ func closed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+func collectQueue(ch chan<- prometheus.Metric, st crawlqueue.Stats, now time.Time) {
+	perReason := map[string]int{}
+	for _, r := range queueReasons {
+		perReason[r] = 0
+	}
+	for w, n := range st.Waiting {
+		perReason[queueReasons[w]] += n
+	}
+	for r, n := range perReason {
+		ch <- prometheus.MustNewConstMetric(queueWaitingDesc, prometheus.GaugeValue, float64(n), r)
+	}
+	for node, n := range st.Running {
+		ch <- prometheus.MustNewConstMetric(crawlsRunningDesc, prometheus.GaugeValue, float64(n), node)
+	}
+	oldest := 0.0
+	if !st.OldestDue.IsZero() {
+		oldest = max(0, now.Sub(st.OldestDue).Seconds())
+	}
+	ch <- prometheus.MustNewConstMetric(queueOldestDesc, prometheus.GaugeValue, oldest)
 }

@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,9 +12,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
+	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/internal/reportendpoint"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
@@ -143,5 +147,46 @@ func TestResultsEndpointEdges(t *testing.T) {
 	}
 	if got := n.Load(); got != 1 {
 		t.Errorf("50 reports for an unknown run cost %d API reads, want 1", got)
+	}
+}
+
+// deletedMeanwhile is the index as the endpoint writes it, with the run's
+// CrawlTarget and SiteIndex deleted just before the write: a target
+// deleted while its final report is being stored.
+type deletedMeanwhile struct {
+	reportendpoint.Index
+	t *testing.T
+}
+
+func (d deletedMeanwhile) WriteSite(ctx context.Context, key client.ObjectKey, doc store.SiteDoc) error {
+	for _, obj := range []client.Object{&crawlv1.CrawlTarget{}, &crawlv1.SiteIndex{}} {
+		obj.SetNamespace(key.Namespace)
+		obj.SetName(key.Name)
+		if err := k8s.Delete(ctx, obj); err != nil {
+			d.t.Errorf("delete %T: %v", obj, err)
+		}
+	}
+	return d.Index.WriteSite(ctx, key, doc)
+}
+
+// The endpoint writes the index backend before the SiteIndex. When the
+// target and its SiteIndex go in between, the rows just written go too:
+// nothing of a deleted target stays searchable.
+func TestResultOfATargetDeletedMeanwhileLeavesNoRows(t *testing.T) {
+	createEgressNode(t, "egress-deleted-meanwhile", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "deleted-meanwhile", "https://deleted-meanwhile.example.com/")
+	pod := waitPod(t, ct, 1)
+	setPodPhase(t, pod, corev1.PodRunning, 0)
+	token := runToken(t, pod)
+	op.Results.Index = deletedMeanwhile{Index: op.Results.Index, t: t}
+	final := runreport.Report{Final: true, Result: runreport.Crawl{Pages: pages("https://deleted-meanwhile.example.com", 2)}}
+	code, body := postReport(t, op, pod, token, final)
+	if code != http.StatusConflict || !strings.Contains(body, "gone") {
+		t.Errorf("final report of a target deleted meanwhile: %d %s, want 409", code, body)
+	}
+	if got := indexedPages(t, op, "deleted-meanwhile.example.com"); len(got) != 0 {
+		t.Errorf("rows of the deleted target left in the index: %v", got)
 	}
 }

@@ -106,9 +106,13 @@ func TestCrawlFailingOnUnchangeableInputStalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPod(t, ct, 3)
-	if c := meta.FindStatusCondition(getTarget(t, ct).Status.Conditions, crawlv1.ConditionStalled); c != nil {
-		t.Errorf("still Stalled: %+v", c)
-	}
+	// The status is patched after the Pod is created.
+	eventually(t, "Stalled lifted", func() error {
+		if c := meta.FindStatusCondition(getTarget(t, ct).Status.Conditions, crawlv1.ConditionStalled); c != nil {
+			return fmt.Errorf("still Stalled: %+v", c)
+		}
+		return nil
+	})
 }
 
 // A refusal that may be gone tomorrow (connection refused) keeps the usual

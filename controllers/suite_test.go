@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,8 +29,22 @@ var (
 	scheme     = testenv.Scheme
 )
 
+// indexDSN is the one index every operator of the suite uses, as a manager
+// restarting against its backend does: a fresh, empty index per operator
+// would make its start-up check ask for a crawl of every SiteIndex earlier
+// tests left in the cluster.
+var indexDSN string
+
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, "..", &restConfig, &k8s))
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "controllers-index-")
+		if err != nil {
+			panic(err)
+		}
+		defer os.RemoveAll(dir)
+		indexDSN = "sqlite://" + filepath.Join(dir, "index.db")
+		return testenv.Run(m, "..", &restConfig, &k8s)
+	}())
 }
 
 const testDeadline = 100 * time.Hour
@@ -73,6 +88,11 @@ type operatorOptions struct {
 	egress        egress.Selector
 	// noNetworkPolicy turns --crawler-network-policy off.
 	noNetworkPolicy bool
+	// namespaces confines the manager (--watch-namespaces), so targets
+	// other tests left behind do not compete for its slots.
+	namespaces []string
+	// workers, when set, is --max-concurrent-reconciles.
+	workers int
 }
 
 // The manager's namespace and results port as the crawler NetworkPolicy
@@ -89,6 +109,7 @@ const (
 func startOperator(t *testing.T, opts operatorOptions) *harness {
 	t.Helper()
 	o := operatortest.Options(t, dnstest.Zone{})
+	o.Index.Storage = indexDSN
 	if opts.maxPerNode != 0 {
 		o.MaxCrawlsPerNode = opts.maxPerNode
 	}
@@ -100,6 +121,10 @@ func startOperator(t *testing.T, opts operatorOptions) *harness {
 		o.Index.Egress.Selector = opts.egress
 	}
 	o.NetworkPolicy.Enabled = !opts.noNetworkPolicy
+	o.Manager.WatchNamespaces = opts.namespaces
+	if opts.workers != 0 {
+		o.Manager.MaxConcurrentReconciles = opts.workers
+	}
 	o.NetworkPolicy.ManagerNamespace = managerNamespace
 	o.NetworkPolicy.ResultsPort = resultsPort
 	clk := clocktesting.NewFakeClock(time.Now())

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
@@ -46,12 +47,10 @@ func deleteActiveCrawls(ctx context.Context, c client.Client, ct *crawlv1.CrawlT
 // clearIndex empties a SiteIndex's status: its pages and the crawl they
 // came from.
 func clearIndex(ctx context.Context, c client.Client, si *crawlv1.SiteIndex) error {
-	if len(si.Status.Pages) == 0 && si.Status.CrawledAt == nil {
+	if indexEmpty(si) {
 		return nil
 	}
-	before := si.DeepCopy()
-	si.Status = crawlv1.SiteIndexStatus{}
-	if err := c.Status().Patch(ctx, si, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+	if err := c.Status().Patch(ctx, si, clearPatch("")); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("clear SiteIndex %s/%s: %w", si.Namespace, si.Name, err)
 	}
 	return nil
@@ -62,12 +61,10 @@ func clearIndex(ctx context.Context, c client.Client, si *crawlv1.SiteIndex) err
 // caller must look again before it counts what it removed. It reports
 // whether it emptied the SiteIndex.
 func clearIndexLocked(ctx context.Context, c client.Client, si *crawlv1.SiteIndex) (bool, error) {
-	if len(si.Status.Pages) == 0 && si.Status.CrawledAt == nil {
+	if indexEmpty(si) {
 		return false, nil
 	}
-	before := si.DeepCopy()
-	si.Status = crawlv1.SiteIndexStatus{}
-	err := c.Status().Patch(ctx, si, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	err := c.Status().Patch(ctx, si, clearPatch(si.ResourceVersion))
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -75,4 +72,21 @@ func clearIndexLocked(ctx context.Context, c client.Client, si *crawlv1.SiteInde
 		return false, fmt.Errorf("clear SiteIndex %s/%s: %w", si.Namespace, si.Name, err)
 	}
 	return true, nil
+}
+
+// indexEmpty reports whether a SiteIndex records no crawl. It reads only
+// what the manager's cache keeps of a SiteIndex (CacheOptions).
+func indexEmpty(si *crawlv1.SiteIndex) bool {
+	return si.Status.Run == "" && si.Status.CrawledAt == nil && si.Status.Stats.Pages == 0
+}
+
+// clearPatch removes the whole status, only at resourceVersion when one is
+// given. It is written out rather than computed from the SiteIndex at
+// hand: the cached copy holds no page records, so a patch computed from
+// it would leave them in place.
+func clearPatch(resourceVersion string) client.Patch {
+	if resourceVersion == "" {
+		return client.RawPatch(types.MergePatchType, []byte(`{"status":null}`))
+	}
+	return client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"resourceVersion":%q},"status":null}`, resourceVersion))
 }

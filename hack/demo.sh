@@ -2,7 +2,8 @@
 # `make demo`: the whole job on this machine. Brings up the dev cluster,
 # installs the CRDs, runs the manager (SQLite index), serves a sample
 # website on loopback, applies a CrawlTarget for it, waits until it is
-# Ready, and shows the result and a search. Everything keeps running
+# Ready, and shows the result, a search with the API and the result links
+# of the search page that a browser shows. Everything keeps running
 # afterwards; `make dev-cluster-down` stops it.
 #
 # REAL_NODE=1: the crawler Pod runs as a real container of the project's
@@ -133,9 +134,13 @@ step "kubectl get nodes,pods -o wide: where the crawler ran"
 $KUBECTL get nodes -o wide
 $KUBECTL get pods -n default -o wide
 
-step "What the bot kept of each page (title, h1, inbound anchors)"
+step "Which pages were indexed: the SiteIndex's compact record (url relative to spec.site, status, title, fetched at)"
 $KUBECTL get siteindex harbour-bakery -n default \
-	-o jsonpath='{range .status.pages[*]}{.url}{"\n    title: "}{.title}{"\n    h1: "}{.headings.h1}{"\n    inbound anchors: "}{.inboundAnchors}{"\n"}{end}'
+	-o jsonpath='{.spec.site}{"\n"}{range .status.pages[*]}{"  "}{.url}{"  "}{.statusCode}{"  "}{.title}{"  "}{.fetchedAt}{"\n"}{end}'
+
+step "Everything the bot kept of each page (description, h1-h3, inbound anchors): the index backend, curl 'http://$INDEX/api/v1/sites/${SITE%:*}/pages'"
+curl -fsS "http://$INDEX/api/v1/sites/${SITE%:*}/pages"
+echo
 
 step "Searching the index: curl 'http://$INDEX/api/v1/search?q=sourdough'"
 for _ in $(seq 1 20); do
@@ -144,13 +149,26 @@ for _ in $(seq 1 20); do
 done
 echo "$out"
 
+step "The search page a browser shows: http://$INDEX/?q=sourdough (result links)"
+page=$(curl -fsS "http://$INDEX/?q=sourdough")
+links=$(echo "$page" | grep -o '<div class="result-title"><a href="[^"]*">[^<]*</a>' | sed 's/<div class="result-title"><a href="\([^"]*\)">\(.*\)<\/a>/  \2\n    \1/' || true)
+if [ -z "$links" ]; then
+	echo "the search page at http://$INDEX/ does not find the sample site; see $DEV/manager.log" >&2
+	exit 1
+fi
+echo "$links"
+
 pod_logs="crawler Pods in $DEV/cluster/pods/"
 [ -n "$REAL_NODE" ] && pod_logs="crawler Pods: bin/k8s/kubectl logs POD; the real node's in $RN_DIR/logs/"
 cat <<MSG
 
 The cluster, the manager and the sample site keep running. Next:
+  open http://$INDEX/ in a browser: search the sample site (try sourdough, cinnamon, ?lang=nl)
+  open http://$INDEX/sites in a browser: the crawl dashboard, and each site's pages
   export KUBECONFIG=$KUBECONFIG
   bin/k8s/kubectl get crawltargets,siteindexes,pods -A
+  bin/k8s/kubectl get si harbour-bakery -o yaml      # which pages were indexed (url, title, statusCode, fetchedAt)
+  curl http://$INDEX/api/v1/sites/${SITE%:*}/pages   # everything kept of them: description, headings, link texts
   bin/k8s/kubectl annotate crawltarget harbour-bakery crawl.lohisoft.com/requested-at="\$(date -Is)" --overwrite   # crawl again now
   bin/k8s/kubectl apply -f config/samples/crawl_v1alpha1_exclusion.yaml                                             # an Exclusion
   curl 'http://$INDEX/api/v1/search?q=cinnamon'      curl http://$INDEX/bot      curl http://$INDEX/bot/ips.json

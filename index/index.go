@@ -1,6 +1,7 @@
 // Package index wires the search index into the manager: the storage
-// backend, the SiteIndex syncer, the HTTP server for the search API and the
-// bot's public pages, and the egress FCrDNS self-check. internal/operator
+// backend, the SiteIndex syncer, the HTTP server for the search API, the
+// search page and crawl dashboard and the bot's public pages, and the
+// egress FCrDNS self-check. internal/operator
 // calls Setup once and hands the result to the reconcilers that need it.
 package index
 
@@ -21,12 +22,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/verify"
 	"github.com/lohisoft/crawl-operator/index/backend"
 	"github.com/lohisoft/crawl-operator/index/botpage"
 	"github.com/lohisoft/crawl-operator/index/fcrdns"
 	"github.com/lohisoft/crawl-operator/index/identity"
 	"github.com/lohisoft/crawl-operator/index/searchapi"
+	"github.com/lohisoft/crawl-operator/index/searchui"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/index/store/postgres"
 	"github.com/lohisoft/crawl-operator/index/store/sqlite"
@@ -89,7 +92,7 @@ func DefaultOptions() Options {
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Storage, "storage", o.Storage, "Index backend: sqlite:///path/to/index.db or postgres://user@host:5432/db "+
 		"(default: $"+StorageEnv+", else "+DefaultStorage+"). Pass a DSN with a password in $"+StorageEnv+", not here: arguments are visible to every process on the node.")
-	fs.StringVar(&o.BindAddress, "index-bind-address", o.BindAddress, "Address of the search API, /bot and /bot/ips.json.")
+	fs.StringVar(&o.BindAddress, "index-bind-address", o.BindAddress, "Address of the search API, the search page and dashboard, /bot and /bot/ips.json.")
 	fs.StringVar(&o.DNSServer, "egress-dns-server", o.DNSServer, "DNS server (host:port) for the egress FCrDNS self-check (default: the system resolver).")
 	fs.DurationVar(&o.CheckInterval, "egress-check-interval", o.CheckInterval, "Time between FCrDNS self-checks of an egress node.")
 	o.Identity.BindFlags(fs)
@@ -138,7 +141,11 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 	st := backend.New(kind, func(ctx context.Context) (store.Store, error) { return OpenStore(ctx, dsn) })
 	ix := &Index{
 		backend: st,
-		syncer:  &syncer.Syncer{Client: mgr.GetClient(), Store: st, Backend: st, Namespaces: opts.Namespaces},
+		syncer: &syncer.Syncer{
+			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Elected: mgr.Elected(),
+			Recorder: mgr.GetEventRecorder("index-sync"),
+			Store:    st, Backend: st, Namespaces: opts.Namespaces,
+		},
 		checker: &fcrdns.Checker{
 			Client:   mgr.GetClient(),
 			Resolver: verify.ResolverFor(opts.DNSServer),
@@ -152,7 +159,8 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 	ix.egress = opts.Egress
 	ix.egress.Verified = ix.checker.Verified
 	bot := &botpage.Handler{Identity: opts.Identity, Egress: ix.egressSource(mgr.GetClient())}
-	ix.handler = route(&searchapi.Handler{Store: st}, bot)
+	pages := &searchui.Handler{Store: st, Targets: crawlTargets(mgr.GetClient())}
+	ix.handler = route(&searchapi.Handler{Store: st}, bot, pages)
 
 	registerMetrics()
 	setup := []func() error{
@@ -177,6 +185,17 @@ func (ix *Index) PurgeDomain(ctx context.Context, domain string) (store.Removed,
 	return ix.syncer.PurgeDomain(ctx, domain)
 }
 
+// WriteSite writes a run's document for the SiteIndex key, in step with
+// Exclusion purges; it is the results endpoint's Index.
+func (ix *Index) WriteSite(ctx context.Context, key client.ObjectKey, doc store.SiteDoc) error {
+	return ix.syncer.WriteSite(ctx, key, doc)
+}
+
+// RemoveSite removes the rows of the SiteIndex key.
+func (ix *Index) RemoveSite(ctx context.Context, key client.ObjectKey) error {
+	return ix.syncer.RemoveSite(ctx, key)
+}
+
 // BackendCheck is a readiness check (healthz.Checker) that fails while the
 // index backend is unreachable. The manager registers it as the "index"
 // check of /readyz; the Pod's own probe leaves it out (/readyz?exclude=index)
@@ -188,15 +207,16 @@ func (ix *Index) BackendCheck(r *http.Request) error { return ix.backend.Check(r
 // health check.
 func (ix *Index) BackendAvailable() bool { return ix.backend.Available() }
 
-// SyncLag reports how many SiteIndexes are not yet in the backend and how
-// long the oldest has waited.
+// SyncLag reports how many SiteIndexes still have rows to remove from the
+// backend and how long the oldest has waited.
 func (ix *Index) SyncLag() (pending int, lag time.Duration) { return ix.syncer.Lag(time.Now()) }
 
 // EgressPolicy is the egress policy with the self-check's results: the
 // CrawlTarget reconciler places crawls with it and /bot publishes with it.
 func (ix *Index) EgressPolicy() egress.Policy { return ix.egress }
 
-// Handler serves the search API and the bot pages, as the server does.
+// Handler serves the search API, the HTML pages and the bot pages, as the
+// server does.
 func (ix *Index) Handler() http.Handler { return ix.handler }
 
 // Close closes the backend.
@@ -254,10 +274,10 @@ func redact(dsn string) string {
 	return "…"
 }
 
-// route sends /api/ to the API and /bot to the bot pages by prefix only;
-// each checks its exact paths. No http.ServeMux: it would redirect, and
-// /bot/ips.json must never redirect.
-func route(apiHandler, bot http.Handler) http.Handler {
+// route sends /api/ to the API, /bot to the bot pages and everything else
+// to the HTML pages, by prefix only; each checks its exact paths. No
+// http.ServeMux: it would redirect, and /bot/ips.json must never redirect.
+func route(apiHandler, bot, pages http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
 		case strings.HasPrefix(p, searchapi.Prefix):
@@ -265,9 +285,27 @@ func route(apiHandler, bot http.Handler) http.Handler {
 		case p == botpage.PagePath || strings.HasPrefix(p, botpage.PagePath+"/"):
 			bot.ServeHTTP(w, r)
 		default:
-			http.NotFound(w, r)
+			pages.ServeHTTP(w, r)
 		}
 	})
+}
+
+// crawlTargets lists the CrawlTargets in the manager's cache for the
+// dashboard: the ones the manager watches (with --watch-namespaces, those
+// namespaces' only). The dashboard only reads them, so the cache's objects
+// are not deep-copied: a page of 100,000 sites costs no copy of them.
+func crawlTargets(c client.Reader) searchui.Targets {
+	return func(ctx context.Context) ([]searchui.Target, error) {
+		var list crawlv1.CrawlTargetList
+		if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("list CrawlTargets: %w", err)
+		}
+		out := make([]searchui.Target, len(list.Items))
+		for i := range list.Items {
+			out[i] = searchui.TargetOf(&list.Items[i])
+		}
+		return out, nil
+	}
 }
 
 // egressSource lists what /bot and /bot/ips.json publish, from the Nodes

@@ -23,7 +23,6 @@ import (
 // no more than store.MaxLinksIntoSite pages of any one other site get
 // them.
 func TestOffSiteAnchorsOnlyFromTheFinalResult(t *testing.T) {
-	testutil.CreateEgressNode(t, k8s, "egress-offsite-"+suffix(), "79.139.58.98")
 	op := start(t, false)
 	endpoint := op.results
 	ns, sfx := newNS(t), suffix()

@@ -1,8 +1,10 @@
 package index_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,12 +24,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/index/searchapi"
 	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
 // outage is how long the backend stays away in the outage tests:
-// $TEST_OUTAGE (a Go duration; the README's figures used 180s), or 3s.
+// $TEST_OUTAGE (a Go duration; the README's long run used 60s), or 3s.
 func outage(t *testing.T) time.Duration {
 	if v := os.Getenv("TEST_OUTAGE"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -38,36 +44,60 @@ func outage(t *testing.T) time.Duration {
 	return 3 * time.Second
 }
 
-// site creates a CrawlTarget and its SiteIndex with one page per title, as
-// a finished crawl leaves them.
+// site crawls a site of one page per title the way the operator does it:
+// a CrawlTarget, its crawler Pod, the run's final result through the
+// results endpoint (which writes the index backend and the SiteIndex), the
+// Pod succeeding. It returns the SiteIndex.
 func (o *harness) site(t *testing.T, ns, name, host string, titles ...string) *crawlv1.SiteIndex {
 	t.Helper()
-	var pages []crawlv1.IndexedPage
-	for i, title := range titles {
-		pages = append(pages, crawlv1.IndexedPage{URL: fmt.Sprintf("https://%s/%d", host, i), StatusCode: 200, Title: title})
-	}
-	return o.siteWithPages(t, ns, name, host, pages)
-}
-
-// siteWithPages is site with the pages given.
-func (o *harness) siteWithPages(t *testing.T, ns, name, host string, pages []crawlv1.IndexedPage) *crawlv1.SiteIndex {
-	t.Helper()
-	// Suspended: the operator creates the SiteIndex but starts no crawl.
-	ct := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: crawlv1.CrawlTargetSpec{URL: "https://" + host + "/", Suspend: true}}
-	if err := k8s.Create(ctx, ct); err != nil {
-		t.Fatal(err)
-	}
-	si := &crawlv1.SiteIndex{}
-	eventually(t, "SiteIndex "+name+" created by the operator", func() error {
-		return k8s.Get(ctx, client.ObjectKeyFromObject(ct), si)
+	pod, token := o.startRun(t, ns, name, host)
+	// Retried as the crawler does: a manager just started may not have
+	// reached its backend yet, and answers 503 until it has.
+	final := finalReport(host, titles...)
+	eventually(t, "final report of "+host+" taken", func() error {
+		if code, body := testutil.PostReport(t, o.results, pod, token, final); code != http.StatusOK {
+			return fmt.Errorf("%d %s", code, body)
+		}
+		return nil
 	})
-	now := metav1.Now()
-	si.Status = crawlv1.SiteIndexStatus{CrawledAt: &now, Complete: true, Pages: pages}
-	if err := k8s.Status().Update(ctx, si); err != nil {
+	testutil.SetPodPhase(t, k8s, pod, corev1.PodSucceeded, 0)
+	si := &crawlv1.SiteIndex{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, si); err != nil {
 		t.Fatal(err)
 	}
 	return si
+}
+
+// finalReport is a run's final result with one page per title.
+func finalReport(host string, titles ...string) runreport.Report {
+	var pages []runreport.Page
+	for i, title := range titles {
+		pages = append(pages, runreport.Page{URL: fmt.Sprintf("https://%s/%d", host, i), StatusCode: 200, Title: title,
+			Description: "Seabirds of " + host, FetchedAt: time.Now()})
+	}
+	return runreport.Report{Final: true, Result: runreport.Crawl{Site: "https://" + host + "/", Robots: runreport.Robots{Status: 404}, Pages: pages}}
+}
+
+// startRun creates a CrawlTarget for host and returns its first crawler Pod,
+// running, and the run's token. The target and its SiteIndex are deleted
+// when the test ends (envtest runs no garbage collector), so the start-up
+// check of a later test's manager, whose index is empty, does not find
+// them.
+func (o *harness) startRun(t *testing.T, ns, name, host string) (*corev1.Pod, string) {
+	t.Helper()
+	o.egressOnce.Do(func() { testutil.CreateEgressNode(t, k8s, "egress-"+suffix(), "79.139.58.98") })
+	ct := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: crawlv1.CrawlTargetSpec{URL: "https://" + host + "/"}}
+	if err := k8s.Create(ctx, ct); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeSite(t, ns, name) })
+	pod := &corev1.Pod{}
+	eventually(t, "crawler Pod of "+name, func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: crawlpod.PodName(name, 1)}, pod)
+	})
+	testutil.SetPodPhase(t, k8s, pod, corev1.PodRunning, 0)
+	return pod, testutil.RunToken(t, k8s, pod)
 }
 
 // removeSite deletes a site's CrawlTarget and then its SiteIndex, as the
@@ -76,11 +106,10 @@ func (o *harness) siteWithPages(t *testing.T, ns, name, host string, pages []cra
 func removeSite(t *testing.T, ns, name string) {
 	t.Helper()
 	key := metav1.ObjectMeta{Namespace: ns, Name: name}
-	if err := k8s.Delete(ctx, &crawlv1.CrawlTarget{ObjectMeta: key}); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.Delete(ctx, &crawlv1.SiteIndex{ObjectMeta: key}); err != nil {
-		t.Fatal(err)
+	for _, obj := range []client.Object{&crawlv1.CrawlTarget{ObjectMeta: key}, &crawlv1.SiteIndex{ObjectMeta: key}} {
+		if err := k8s.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -169,16 +198,17 @@ func exclusionStatus(ex *crawlv1.Exclusion) (crawlv1.ExclusionStatus, error) {
 
 // The index backend goes away (a network fault between the manager and
 // PostgreSQL: a proxy the test cuts) while the cluster changes: a target is
-// deleted, another created, a domain excluded. Meanwhile search answers
+// deleted, another crawled, a domain excluded. Meanwhile search answers
 // 503 with Retry-After, the "index" readiness check fails, the metrics show
-// the backlog, and the Exclusion empties its SiteIndexes and counts their
-// pages at once. When the backend returns the index catches up within
-// seconds, and the purge is counted once.
+// the removal waiting, the results endpoint answers the new crawl's final
+// report 503 with Retry-After (the crawler retries it for minutes) and
+// changes nothing, and the Exclusion empties its SiteIndexes and counts
+// their pages at once. Nothing indexed before is lost. When the backend
+// returns, the crawler's retry is taken, the removal and the purge run
+// within seconds, and the purge is counted once.
 func TestBackendOutageCatchUp(t *testing.T) {
 	proxy := pgtest.StartProxy(t)
 	op := startWith(t, false, proxy.DSN(pgtest.Schema(t)))
-	// Other tests' SiteIndexes are in the cluster too (and so in this
-	// index): words and hosts are unique to this test.
 	ns, suffix := newNS(t), suffix()
 	razorbill, guillemot, puffin := "razorbill"+suffix, "guillemot"+suffix, "puffin"+suffix
 	keep, gone, added, domain := "keep-"+suffix+".example", "gone-"+suffix+".example", "new-"+suffix+".example", "ex-"+suffix+".example"
@@ -217,9 +247,35 @@ func TestBackendOutageCatchUp(t *testing.T) {
 		t.Errorf("ips.json during the outage: %d", r.status)
 	}
 
-	// The cluster moves on.
+	// The cluster moves on: a target goes, a new one is crawled ($TEST_OUTAGE_SITES
+	// more with it: 0 unless set), a domain is excluded.
 	removeSite(t, ns, "gone")
-	op.site(t, ns, "added", added, razorbill)
+	extra, _ := strconv.Atoi(os.Getenv("TEST_OUTAGE_SITES"))
+	type run struct {
+		pod   *corev1.Pod
+		token string
+		final runreport.Report
+		name  string
+	}
+	var runs []run
+	for i := range extra + 1 {
+		name, host, word := "added", added, razorbill
+		if i > 0 {
+			name, host, word = fmt.Sprintf("extra-%d", i), fmt.Sprintf("extra-%d-%s.example", i, suffix), puffin
+		}
+		pod, token := op.startRun(t, ns, name, host)
+		runs = append(runs, run{pod, token, finalReport(host, word), name})
+	}
+	for _, r := range runs {
+		code, header, body := postReport(t, op.results, r.pod, r.token, r.final)
+		if code != http.StatusServiceUnavailable || header.Get("Retry-After") == "" || !strings.Contains(body, "index backend") {
+			t.Errorf("final report during the outage = %d %v %s, want 503 with Retry-After", code, header, body)
+		}
+	}
+	si := &crawlv1.SiteIndex{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "added"}, si); err != nil || si.Status.Run != "" {
+		t.Errorf("a refused report changed the SiteIndex: %+v (%v)", si.Status, err)
+	}
 	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "outage-"}, Spec: crawlv1.ExclusionSpec{Domain: domain, Reason: "asked by email"}}
 	if err := k8s.Create(ctx, ex); err != nil {
 		t.Fatal(err)
@@ -236,16 +292,15 @@ func TestBackendOutageCatchUp(t *testing.T) {
 		}
 		return nil
 	})
-	si := &crawlv1.SiteIndex{}
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(excluded), si); err != nil || len(si.Status.Pages) != 0 {
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(excluded), si); err != nil || len(si.Status.Pages) != 0 || si.Status.Stats.Pages != 0 {
 		t.Errorf("excluded SiteIndex keeps %d pages (%v)", len(si.Status.Pages), err)
 	}
-	eventually(t, "sync backlog in the metrics", func() error {
+	eventually(t, "removal backlog in the metrics", func() error {
 		pending, lag := op.ix.SyncLag()
-		if pending < 2 || lag <= 0 {
+		if pending < 1 || lag <= 0 {
 			return fmt.Errorf("pending %d, lag %s", pending, lag)
 		}
-		if v := metricValue(t, "crawl_operator_index_sync_pending", ""); v < 2 {
+		if v := metricValue(t, "crawl_operator_index_sync_pending", ""); v < 1 {
 			return fmt.Errorf("crawl_operator_index_sync_pending = %v", v)
 		}
 		if v := metricValue(t, "crawl_operator_index_sync_lag_seconds", ""); v <= 0 {
@@ -257,23 +312,34 @@ func TestBackendOutageCatchUp(t *testing.T) {
 		return nil
 	})
 
-	// $TEST_OUTAGE_SITES more sites crawled during the outage (0 unless
-	// set; the README's backlog figure used 500).
-	extra, _ := strconv.Atoi(os.Getenv("TEST_OUTAGE_SITES"))
-	for i := range extra {
-		op.site(t, ns, fmt.Sprintf("extra-%d", i), fmt.Sprintf("extra-%d-%s.example", i, suffix), puffin)
-	}
-
 	time.Sleep(time.Until(cut.Add(outage(t))))
 	proxy.Restore()
 	back := time.Now()
-	eventually(t, "backend seen again", func() error {
-		if !op.ix.BackendAvailable() {
-			return fmt.Errorf("not yet")
+	// The crawlers retry their final reports (for minutes; here every
+	// 100 ms), each on its own, until the endpoint takes them.
+	var wg sync.WaitGroup
+	errs := make([]error, len(runs))
+	for i, r := range runs {
+		wg.Go(func() {
+			for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				code, _, body := postReport(t, op.results, r.pod, r.token, r.final)
+				if code == http.StatusOK {
+					return
+				}
+				if time.Now().After(end) {
+					errs[i] = fmt.Errorf("final report of %s not taken 30 s after the outage: %d %s", r.name, code, body)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, r := range runs {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
 		}
-		return nil
-	})
-	t.Logf("backend seen again %s after it returned", time.Since(back).Round(time.Millisecond))
+		testutil.SetPodPhase(t, k8s, r.pod, corev1.PodSucceeded, 0)
+	}
 	eventually(t, "index caught up", func() error {
 		if err := op.searchIs(razorbill, keep, added)(); err != nil {
 			return err
@@ -312,8 +378,8 @@ func TestBackendOutageCatchUp(t *testing.T) {
 		return nil
 	})
 	enforced := time.Since(back)
-	t.Logf("outage %s, %d SiteIndexes changed; after the backend returned: index caught up in %s, Exclusion Ready in %s",
-		time.Since(cut)-time.Since(back), 3+extra, caughtUp.Round(time.Millisecond), enforced.Round(time.Millisecond))
+	t.Logf("outage %s, %d crawls delivered during it; after the backend returned: index caught up in %s, Exclusion Ready in %s",
+		time.Since(cut)-time.Since(back), len(runs), caughtUp.Round(time.Millisecond), enforced.Round(time.Millisecond))
 	if caughtUp > 15*time.Second {
 		t.Errorf("index caught up %s after the backend returned, want seconds", caughtUp)
 	}
@@ -355,13 +421,30 @@ func TestBackendOutageCatchUp(t *testing.T) {
 	})
 }
 
+// postReport posts a report as the crawler does and returns the answer's
+// status, header and body; a request that fails has status 0 and the
+// error as its body. Safe to call from several goroutines.
+func postReport(_ *testing.T, base string, pod *corev1.Pod, token string, rep runreport.Report) (int, http.Header, string) {
+	b, _ := json.Marshal(rep) // a Report always marshals
+	req, _ := http.NewRequest(http.MethodPost, crawlpod.ReportURL(base, pod.Namespace, pod.Name), bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(body)
+}
+
 // The real PostgreSQL server is stopped and started. The outage is kept
 // short: other tests use the same server.
 func TestIndexCatchesUpAfterPostgresRestart(t *testing.T) {
 	server := pgtest.ControlServer(t)
 	op := startWith(t, false, pgtest.Schema(t))
 	ns, suffix := newNS(t), suffix()
-	word := "fulmar" + suffix // other tests' SiteIndexes are in this index too
+	word := "fulmar" + suffix
 	a, b, c := "a-"+suffix+".example", "b-"+suffix+".example", "c-"+suffix+".example"
 	op.site(t, ns, "a", a, word)
 	op.site(t, ns, "b", b, word)
@@ -383,15 +466,25 @@ func TestIndexCatchesUpAfterPostgresRestart(t *testing.T) {
 		t.Error("the index readiness check passes while PostgreSQL is stopped")
 	}
 	removeSite(t, ns, "a")
-	op.site(t, ns, "c", c, word)
-	eventually(t, "both changes wait", func() error {
-		if pending, _ := op.ix.SyncLag(); pending < 2 {
+	pod, token := op.startRun(t, ns, "c", c)
+	final := finalReport(c, word)
+	if code, header, body := postReport(t, op.results, pod, token, final); code != http.StatusServiceUnavailable || header.Get("Retry-After") == "" {
+		t.Errorf("final report while PostgreSQL is stopped = %d %v %s, want 503 with Retry-After", code, header, body)
+	}
+	eventually(t, "the removal waits", func() error {
+		if pending, _ := op.ix.SyncLag(); pending < 1 {
 			return fmt.Errorf("%d pending", pending)
 		}
 		return nil
 	})
 	server.Start()
 	started := time.Now()
+	eventually(t, "the crawler's retry is taken", func() error {
+		if code, _, body := postReport(t, op.results, pod, token, final); code != http.StatusOK {
+			return fmt.Errorf("%d %s", code, body)
+		}
+		return nil
+	})
 	eventually(t, "index caught up", op.searchIs(word, b, c))
 	t.Logf("PostgreSQL down for %s; index caught up %s after it answered again",
 		started.Sub(stopped).Round(time.Millisecond), time.Since(started).Round(time.Millisecond))

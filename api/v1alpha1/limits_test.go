@@ -30,20 +30,6 @@ func TestMarkersMatchLimits(t *testing.T) {
 		{si, "status.pages", "maxItems", runreport.MaxPages},
 		{si, "status.pages[].url", "maxLength", runreport.MaxURLLength},
 		{si, "status.pages[].title", "maxLength", runreport.MaxTitleLength},
-		{si, "status.pages[].description", "maxLength", runreport.MaxDescriptionLength},
-		{si, "status.pages[].headings.h1", "maxItems", runreport.MaxHeadingsPerLevel},
-		{si, "status.pages[].headings.h1[]", "maxLength", runreport.MaxHeadingLength},
-		{si, "status.pages[].headings.h2", "maxItems", runreport.MaxHeadingsPerLevel},
-		{si, "status.pages[].headings.h2[]", "maxLength", runreport.MaxHeadingLength},
-		{si, "status.pages[].headings.h3", "maxItems", runreport.MaxHeadingsPerLevel},
-		{si, "status.pages[].headings.h3[]", "maxLength", runreport.MaxHeadingLength},
-		{si, "status.pages[].inboundAnchors", "maxItems", runreport.MaxInboundAnchors},
-		{si, "status.pages[].inboundAnchors[]", "maxLength", runreport.MaxAnchorLength},
-		{si, "status.pages[].lang", "maxLength", runreport.MaxLangLength},
-		{si, "status.offSiteLinks", "maxItems", runreport.MaxOffSiteLinks},
-		{si, "status.offSiteLinks[].url", "maxLength", runreport.MaxURLLength},
-		{si, "status.offSiteLinks[].anchors", "maxItems", runreport.MaxOffSiteAnchors},
-		{si, "status.offSiteLinks[].anchors[]", "maxLength", runreport.MaxAnchorLength},
 	}
 	for _, c := range cases {
 		p := walk(t, c.schema, c.path)

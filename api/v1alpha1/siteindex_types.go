@@ -11,17 +11,9 @@ import (
 // below must repeat them as literals; TestMarkersMatchLimits checks the
 // generated CRD against these constants.
 const (
-	MaxIndexedPages      = runreport.MaxPages
-	MaxURLLength         = runreport.MaxURLLength
-	MaxTitleLength       = runreport.MaxTitleLength
-	MaxDescriptionLength = runreport.MaxDescriptionLength
-	MaxHeadingsPerLevel  = runreport.MaxHeadingsPerLevel
-	MaxHeadingLength     = runreport.MaxHeadingLength
-	MaxInboundAnchors    = runreport.MaxInboundAnchors
-	MaxAnchorLength      = runreport.MaxAnchorLength
-	MaxOffSiteLinks      = runreport.MaxOffSiteLinks
-	MaxOffSiteAnchors    = runreport.MaxOffSiteAnchors
-	MaxLangLength        = runreport.MaxLangLength
+	MaxIndexedPages = runreport.MaxPages
+	MaxURLLength    = runreport.MaxURLLength
+	MaxTitleLength  = runreport.MaxTitleLength
 )
 
 // SiteIndexSpec names the site the index belongs to. The operator creates
@@ -32,10 +24,17 @@ type SiteIndexSpec struct {
 	Site string `json:"site"`
 }
 
-// IndexedPage is everything LohiSoftBot keeps of one page. There is no field
-// for body text on purpose.
+// IndexedPage is the compact record of one indexed page: which page, its
+// title, how it answered and when. The page's other kept fields (meta
+// description, h1–h3 headings, inbound link texts) and the run's off-site
+// links live in the index backend only, where search reads them
+// (/api/v1/sites/{host}/pages shows them): at 100,000 sites, etcd and the
+// manager's cache cannot hold them. There is no field for body text
+// anywhere.
 type IndexedPage struct {
-	// URL of the page, after redirects.
+	// URL of the page, after redirects, relative to spec.site: its path
+	// and query ("/breads/sourdough.html?lang=en"). The site is named once,
+	// in spec.site.
 	// +kubebuilder:validation:MaxLength=2048
 	URL string `json:"url"`
 	// StatusCode is the HTTP status the page was served with.
@@ -45,60 +44,9 @@ type IndexedPage struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Title string `json:"title,omitempty"`
-	// Description is the page's <meta name="description"> content.
-	// +kubebuilder:validation:MaxLength=1024
-	// +optional
-	Description string `json:"description,omitempty"`
-	// Headings are the page's h1, h2 and h3 texts.
-	// +optional
-	Headings Headings `json:"headings,omitempty"`
-	// InboundAnchors are texts of links pointing to this page.
-	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:items:MaxLength=256
-	// +optional
-	InboundAnchors []string `json:"inboundAnchors,omitempty"`
 	// FetchedAt is when the page was fetched.
 	// +optional
 	FetchedAt *metav1.Time `json:"fetchedAt,omitempty"`
-	// Lang is the page's language tag from <html lang> or
-	// Content-Language, lower-case; it picks the stemmer of the index.
-	// +kubebuilder:validation:MaxLength=35
-	// +kubebuilder:validation:Pattern=`^[a-z]{2,3}(-[a-z0-9]{1,8})*$`
-	// +optional
-	Lang string `json:"lang,omitempty"`
-}
-
-// Headings are a page's h1–h3 texts in document order.
-type Headings struct {
-	// H1 are the texts of the page's <h1> elements.
-	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:items:MaxLength=256
-	// +optional
-	H1 []string `json:"h1,omitempty"`
-	// H2 are the texts of the page's <h2> elements.
-	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:items:MaxLength=256
-	// +optional
-	H2 []string `json:"h2,omitempty"`
-	// H3 are the texts of the page's <h3> elements.
-	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:items:MaxLength=256
-	// +optional
-	H3 []string `json:"h3,omitempty"`
-}
-
-// OffSiteLink is a link from this site to a page elsewhere, with the texts
-// used for it. The search index adds those texts to the linked page, which
-// is how a site's pages learn what other sites call them.
-type OffSiteLink struct {
-	// URL is the linked page on the other site.
-	// +kubebuilder:validation:MaxLength=2048
-	URL string `json:"url"`
-	// Anchors are the texts of the links to URL on this site.
-	// +kubebuilder:validation:MaxItems=4
-	// +kubebuilder:validation:items:MaxLength=256
-	// +optional
-	Anchors []string `json:"anchors,omitempty"`
 }
 
 // RobotsStatus records how the site answered for robots.txt.
@@ -136,15 +84,12 @@ type CrawlProgress struct {
 
 // SiteIndexStatus is what the latest crawl of the site found.
 type SiteIndexStatus struct {
-	// Pages are the pages of the last complete crawl (of the running one
-	// during a first crawl): at most 20, never their body text.
+	// Pages are the compact records of the pages of the last complete
+	// crawl (of the running one during a first crawl): at most 20. Their
+	// full fields are in the index backend.
 	// +kubebuilder:validation:MaxItems=20
 	// +optional
 	Pages []IndexedPage `json:"pages,omitempty"`
-	// OffSiteLinks are links from the crawled pages to other sites.
-	// +kubebuilder:validation:MaxItems=50
-	// +optional
-	OffSiteLinks []OffSiteLink `json:"offSiteLinks,omitempty"`
 	// Robots is how the site answered for robots.txt.
 	// +optional
 	Robots *RobotsStatus `json:"robots,omitempty"`
@@ -154,7 +99,9 @@ type SiteIndexStatus struct {
 	// Stats counts the pages indexed and the URLs skipped.
 	// +optional
 	Stats IndexStats `json:"stats,omitempty"`
-	// Run is the crawler Pod that wrote this status.
+	// Run is the crawler Pod that wrote this status. The index backend
+	// records the run of the rows it holds, so a manager start can tell
+	// which SiteIndexes it already has.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Run string `json:"run,omitempty"`

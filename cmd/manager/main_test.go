@@ -98,11 +98,13 @@ func eventually(t *testing.T, what string, check func() error) {
 
 // The manager starts while PostgreSQL cannot be reached (the network to it
 // is cut: a proxy the test controls) and does everything that does not
-// need the index backend: crawls and their results, SiteIndexes,
-// Exclusions, /bot and ips.json. Search says 503 with Retry-After and the
-// "index" readiness check fails; the Pod's own probe
-// (/readyz?exclude=index) passes. When the backend can be reached the
-// manager connects, runs its migrations and catches up.
+// need the index backend: crawls, SiteIndexes, Exclusions, /bot and
+// ips.json. Search says 503 with Retry-After and the "index" readiness
+// check fails; the Pod's own probe (/readyz?exclude=index) passes. A
+// crawl's final result, whose page texts only the backend keeps, is
+// answered 503 with Retry-After and changes nothing; the crawler retries
+// it. When the backend can be reached the manager connects, runs its
+// migrations, takes the retried result and enforces the Exclusion.
 func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 	proxy := pgtest.StartProxy(t)
 	dsn := proxy.DSN(pgtest.Schema(t))
@@ -175,22 +177,27 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	pods := map[string]*corev1.Pod{}
+	final := func(c *crawlv1.CrawlTarget) runreport.Report {
+		base := strings.TrimSuffix(c.Spec.URL, "/")
+		return runreport.Report{Final: true,
+			Result: runreport.Crawl{Site: base, Pages: []runreport.Page{{URL: base + "/", StatusCode: 200, Title: "Kittiwake colony", FetchedAt: time.Now()}}}}
+	}
 	for _, c := range []*crawlv1.CrawlTarget{ct, doomed} {
 		pod := &corev1.Pod{}
 		eventually(t, "crawler Pod of "+c.Name, func() error {
 			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: crawlpod.PodName(c.Name, 1)}, pod)
 		})
 		testutil.SetPodPhase(t, k8s, pod, corev1.PodRunning, 0)
-		base := strings.TrimSuffix(c.Spec.URL, "/")
-		eventually(t, "final report accepted", func() error {
-			code, body := testutil.PostReport(t, results, pod, testutil.RunToken(t, k8s, pod), runreport.Report{Final: true,
-				Result: runreport.Crawl{Site: base, Pages: []runreport.Page{{URL: base + "/", StatusCode: 200, Title: "Kittiwake colony", FetchedAt: time.Now()}}}})
-			if code != http.StatusOK {
-				return fmt.Errorf("final report: %d %s", code, body)
-			}
-			return nil
-		})
-		testutil.SetPodPhase(t, k8s, pod, corev1.PodSucceeded, 0)
+		pods[c.Name] = pod
+		code, body := testutil.PostReport(t, results, pod, testutil.RunToken(t, k8s, pod), final(c))
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "index backend is unavailable") {
+			t.Errorf("final report of %s without a backend: %d %s, want 503", c.Name, code, body)
+		}
+		si := &crawlv1.SiteIndex{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), si); err != nil || si.Status.Run != "" {
+			t.Errorf("a refused report changed SiteIndex %s: %+v (%v)", c.Name, si.Status, err)
+		}
 	}
 	// The crawler NetworkPolicy, from the flags: open the port the results
 	// endpoint listens on, in --manager-namespace.
@@ -203,16 +210,6 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 		rule.To[0].NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != "crawl-system" {
 		t.Errorf("results rule %+v: want port %s in crawl-system", rule, port)
 	}
-	eventually(t, "target Ready", func() error {
-		got := &crawlv1.CrawlTarget{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ct), got); err != nil {
-			return err
-		}
-		if !meta.IsStatusConditionTrue(got.Status.Conditions, crawlv1.ConditionReady) {
-			return fmt.Errorf("status %+v", got.Status)
-		}
-		return nil
-	})
 	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "mgr-"}, Spec: crawlv1.ExclusionSpec{Domain: "doomed.example", Reason: "asked by email"}}
 	if err := k8s.Create(ctx, ex); err != nil {
 		t.Fatal(err)
@@ -224,38 +221,55 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 			return err
 		}
 		c := meta.FindStatusCondition(got.Status.Conditions, crawlv1.ConditionReady)
-		if got.Status.PurgedPages != 1 || c == nil || c.Reason != "BackendUnavailable" {
+		if got.Status.MatchedTargets != 1 || c == nil || c.Reason != "BackendUnavailable" {
 			return fmt.Errorf("status %+v", got.Status)
-		}
-		si := &crawlv1.SiteIndex{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(doomed), si); err != nil || len(si.Status.Pages) != 0 {
-			return fmt.Errorf("excluded SiteIndex: %d pages, %v", len(si.Status.Pages), err)
 		}
 		return nil
 	})
 
-	// The backend comes: the manager connects, migrates and catches up.
+	// The backend comes: the manager connects and migrates, the crawler's
+	// retry is taken, the Exclusion is enforced.
 	proxy.Restore()
 	back := time.Now()
 	eventually(t, "ready", expect(probes+"/readyz", http.StatusOK, "ok"))
+	eventually(t, "the crawler's retry taken", func() error {
+		code, body := testutil.PostReport(t, results, pods["seabirds"], testutil.RunToken(t, k8s, pods["seabirds"]), final(ct))
+		if code != http.StatusOK {
+			return fmt.Errorf("final report: %d %s", code, body)
+		}
+		return nil
+	})
+	testutil.SetPodPhase(t, k8s, pods["seabirds"], corev1.PodSucceeded, 0)
+	eventually(t, "target Ready", func() error {
+		got := &crawlv1.CrawlTarget{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ct), got); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, crawlv1.ConditionReady) {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		return nil
+	})
 	eventually(t, "crawled page searchable, excluded one not", expect(index+"/api/v1/search?q=kittiwake", http.StatusOK,
 		`"results":[{"url":"https://seabirds.example/","title":"Kittiwake colony"`))
 	if a, _ := get(index + "/api/v1/search?q=kittiwake"); strings.Contains(a.body, "doomed") {
 		t.Errorf("excluded site searchable: %s", a.body)
 	}
 	t.Logf("backend reachable again: caught up after %s", time.Since(back).Round(time.Millisecond))
-	eventually(t, "Exclusion Ready", testutil.ExclusionReady(k8s, ex, -1, 1))
+	eventually(t, "Exclusion Ready", testutil.ExclusionReady(k8s, ex, -1, 0))
 	eventually(t, "backend_up metric", expect(metrics+"/metrics", http.StatusOK, "crawl_operator_index_backend_up 1"))
 
-	// The endpoint's own metrics tell the story: both final reports
-	// accepted, searches refused with 503 during the outage and answered
-	// after it, and the syncer's writes once the backend was back.
+	// The endpoint's own metrics tell the story: final reports refused
+	// while the backend was away and accepted after, searches refused with
+	// 503 during the outage and answered after it, and the write of the
+	// result once the backend was back.
 	a, err := get(metrics + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, series := range []string{
 		`crawl_operator_reports_total{kind="final",result="accepted"}`,
+		`crawl_operator_reports_total{kind="final",result="backend_unavailable"}`,
 		`crawl_operator_search_requests_total{code="503",endpoint="search"}`,
 		`crawl_operator_search_requests_total{code="200",endpoint="search"}`,
 		`crawl_operator_search_request_duration_seconds_count{endpoint="search"}`,

@@ -246,12 +246,12 @@ func (b *Backend) ReplaceSite(ctx context.Context, doc store.SiteDoc) error {
 }
 
 // DeleteSource implements store.Store.
-func (b *Backend) DeleteSource(ctx context.Context, source string) (int64, error) {
+func (b *Backend) DeleteSource(ctx context.Context, source, keepSite string) (int64, error) {
 	st, err := b.store()
 	if err != nil {
 		return 0, err
 	}
-	n, err := st.DeleteSource(ctx, source)
+	n, err := st.DeleteSource(ctx, source, keepSite)
 	return n, b.failed(ctx, st, err)
 }
 
@@ -266,7 +266,7 @@ func (b *Backend) PurgeDomain(ctx context.Context, domain string) (store.Removed
 }
 
 // Sources implements store.Store.
-func (b *Backend) Sources(ctx context.Context) ([]string, error) {
+func (b *Backend) Sources(ctx context.Context) ([]store.SourceRun, error) {
 	st, err := b.store()
 	if err != nil {
 		return nil, err

@@ -19,8 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/text/language"
-
+	"github.com/lohisoft/crawl-operator/index/i18n"
 	"github.com/lohisoft/crawl-operator/index/identity"
 )
 
@@ -112,7 +111,7 @@ type pageData struct {
 	Egress     []egress.Address
 	Example    *egress.Address
 	BareDomain string
-	Languages  []*text
+	Languages  []i18n.Language
 }
 
 func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
@@ -121,8 +120,8 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "egress addresses unavailable, try again shortly", http.StatusServiceUnavailable)
 		return
 	}
-	t := Negotiate(r.URL.Query().Get("lang"), r.Header.Get("Accept-Language"))
-	data := pageData{T: t, ID: h.Identity, Egress: eg, BareDomain: bareDomain(h.Identity.HostnameSuffix), Languages: languages}
+	t := i18n.Pick(languages, i18n.Negotiate(r.URL.Query().Get("lang"), r.Header.Get("Accept-Language")))
+	data := pageData{T: t, ID: h.Identity, Egress: eg, BareDomain: bareDomain(h.Identity.HostnameSuffix), Languages: i18n.Languages}
 	for i := range eg {
 		if eg[i].Hostname != "" {
 			data.Example = &eg[i]
@@ -201,33 +200,4 @@ func bareDomain(suffix string) string {
 		return ""
 	}
 	return parent
-}
-
-var matcher = language.NewMatcher(tags())
-
-func tags() []language.Tag {
-	out := make([]language.Tag, len(languages))
-	for i, t := range languages {
-		out[i] = language.MustParse(t.Tag)
-	}
-	return out
-}
-
-// Negotiate picks the page language: ?lang= when it names one of the five,
-// otherwise the best match of Accept-Language, otherwise English.
-func Negotiate(lang, acceptLanguage string) *text {
-	for _, t := range languages {
-		if strings.EqualFold(lang, t.Tag) {
-			return t
-		}
-	}
-	wanted, _, err := language.ParseAcceptLanguage(acceptLanguage)
-	if err != nil || len(wanted) == 0 {
-		return languages[0]
-	}
-	_, i, conf := matcher.Match(wanted...)
-	if conf == language.No {
-		return languages[0]
-	}
-	return languages[i]
 }

@@ -1,12 +1,13 @@
 package botpage
 
+import "github.com/lohisoft/crawl-operator/index/i18n"
+
 // text is the wording of the bot page in one language. It holds no facts:
 // every name, address, number and string the page states comes from the
 // Identity or the cluster and is put in by the template, through the %
 // verbs noted on each field.
 type text struct {
-	Tag  string // BCP 47
-	Name string // the language's own name, for the language links
+	i18n.Language
 
 	Title       string // %[1]s product token, %[2]s operator
 	Intro       string // %[1]s product token, %[2]s operator (not at a sentence end: it may end in a dot)
@@ -72,7 +73,7 @@ type text struct {
 }
 
 var english = text{
-	Tag: "en", Name: "English",
+	Language: i18n.English,
 
 	Title:       "%[1]s, the web crawler of %[2]s",
 	Intro:       "%[1]s is the web crawler that %[2]s runs. This page says what it does, how to recognise it and how to keep it off your site.",
@@ -153,7 +154,7 @@ var english = text{
 }
 
 var dutch = text{
-	Tag: "nl", Name: "Nederlands",
+	Language: i18n.Dutch,
 
 	Title:       "%[1]s, de webcrawler van %[2]s",
 	Intro:       "%[1]s is de webcrawler die %[2]s beheert. Op deze pagina leest u wat hij doet, hoe u hem herkent en hoe u hem van uw site weert.",
@@ -234,7 +235,7 @@ var dutch = text{
 }
 
 var slovak = text{
-	Tag: "sk", Name: "Slovenčina",
+	Language: i18n.Slovak,
 
 	Title:       "%[1]s, webový prehľadávač spoločnosti %[2]s",
 	Intro:       "Spoločnosť %[2]s prevádzkuje webový prehľadávač %[1]s. Na tejto stránke sa dozviete, čo robí, ako ho spoznáte a ako ho udržíte mimo svojho webu.",
@@ -315,7 +316,7 @@ var slovak = text{
 }
 
 var bulgarian = text{
-	Tag: "bg", Name: "Български",
+	Language: i18n.Bulgarian,
 
 	Title:       "%[1]s, уеб роботът на %[2]s",
 	Intro:       "Компанията %[2]s управлява уеб робота %[1]s. Тази страница обяснява какво прави той, как да го разпознаете и как да го държите далеч от сайта си.",
@@ -396,7 +397,7 @@ var bulgarian = text{
 }
 
 var italian = text{
-	Tag: "it", Name: "Italiano",
+	Language: i18n.Italian,
 
 	Title:       "%[1]s, il crawler web di %[2]s",
 	Intro:       "%[2]s gestisce il crawler web %[1]s. Questa pagina spiega che cosa fa, come riconoscerlo e come tenerlo lontano dal vostro sito.",

@@ -83,7 +83,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	body, err := serve(w, r.WithContext(ctx))
 	if err != nil {
-		status, msg := classify(err)
+		status, msg := Classify(err)
 		switch status {
 		case http.StatusInternalServerError:
 			log.FromContext(ctx).Error(err, "index API", "path", r.URL.Path)
@@ -96,16 +96,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, body)
 }
 
-// badRequest is an error in what the client sent; its text is shown.
-type badRequest struct{ msg string }
+// Problem names what is wrong with a request, so that the HTML pages can
+// say it in the visitor's language while applying the very same rules.
+type Problem string
 
-func (e *badRequest) Error() string { return e.msg }
+// The problems the shared rules find.
+const (
+	MalformedQuery Problem = "malformed-query" // the query string does not parse
+	Repeated       Problem = "repeated"        // a parameter given twice
+	QueryMissing   Problem = "q-missing"
+	QueryTooLong   Problem = "q-too-long"
+	QueryNotText   Problem = "q-not-text"
+	BadLimit       Problem = "bad-limit"
+	BadHost        Problem = "bad-host"
+)
 
-func classify(err error) (int, string) {
-	var br *badRequest
+// BadRequest is an error in what the client sent; Msg is shown to it.
+type BadRequest struct {
+	Problem Problem
+	Param   string // the parameter at fault, if one is
+	Msg     string
+}
+
+func (e *BadRequest) Error() string { return e.Msg }
+
+// Classify maps an error of a request to its HTTP status and the message
+// the client may see.
+func Classify(err error) (int, string) {
+	var br *BadRequest
 	switch {
 	case errors.As(err, &br):
-		return http.StatusBadRequest, br.msg
+		return http.StatusBadRequest, br.Msg
 	case errors.Is(err, store.ErrBadQuery):
 		return http.StatusBadRequest, err.Error()
 	case errors.Is(err, store.ErrNotFound):
@@ -135,11 +156,11 @@ type SearchResponse struct {
 }
 
 func (h *Handler) search(_ http.ResponseWriter, r *http.Request) (any, error) {
-	params, err := url.ParseQuery(r.URL.RawQuery)
+	params, err := Params(r)
 	if err != nil {
-		return nil, &badRequest{"malformed query string"}
+		return nil, err
 	}
-	q, err := parseQ(params)
+	q, err := ParseQ(params)
 	if err != nil {
 		return nil, err
 	}
@@ -159,33 +180,55 @@ func (h *Handler) search(_ http.ResponseWriter, r *http.Request) (any, error) {
 	return out, nil
 }
 
-func parseQ(params url.Values) (string, error) {
-	if len(params["q"]) > 1 {
-		return "", &badRequest{"give q once"}
+// Params parses the query string of r; a malformed one is a BadRequest.
+func Params(r *http.Request) (url.Values, error) {
+	params, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, &BadRequest{Problem: MalformedQuery, Msg: "malformed query string"}
 	}
-	q := strings.TrimSpace(params.Get("q"))
+	return params, nil
+}
+
+// Once returns the value of a parameter given at most once ("" when it is
+// absent); a repeated one is a BadRequest, because which one counts would
+// be a guess.
+func Once(params url.Values, name string) (string, error) {
+	if len(params[name]) > 1 {
+		return "", &BadRequest{Problem: Repeated, Param: name, Msg: "give " + name + " once"}
+	}
+	return params.Get(name), nil
+}
+
+// ParseQ returns the search query q, trimmed: required, at most
+// store.MaxQueryLength bytes of UTF-8 text without NUL.
+func ParseQ(params url.Values) (string, error) {
+	q, err := Once(params, "q")
+	if err != nil {
+		return "", err
+	}
+	q = strings.TrimSpace(q)
 	switch {
 	case q == "":
-		return "", &badRequest{"q is required: what to search for"}
+		return "", &BadRequest{Problem: QueryMissing, Param: "q", Msg: "q is required: what to search for"}
 	case len(q) > store.MaxQueryLength:
-		return "", &badRequest{fmt.Sprintf("q is longer than %d bytes", store.MaxQueryLength)}
+		return "", &BadRequest{Problem: QueryTooLong, Param: "q", Msg: fmt.Sprintf("q is longer than %d bytes", store.MaxQueryLength)}
 	case !utf8.ValidString(q) || strings.ContainsRune(q, 0):
-		return "", &badRequest{"q must be UTF-8 text"}
+		return "", &BadRequest{Problem: QueryNotText, Param: "q", Msg: "q must be UTF-8 text"}
 	}
 	return q, nil
 }
 
 func parseLimit(params url.Values) (int, error) {
-	vs := params["limit"]
+	v, err := Once(params, "limit")
 	switch {
-	case len(vs) == 0:
+	case err != nil:
+		return 0, err
+	case v == "" && !params.Has("limit"):
 		return store.DefaultLimit, nil
-	case len(vs) > 1:
-		return 0, &badRequest{"give limit once"}
 	}
-	n, err := strconv.Atoi(vs[0])
+	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > store.MaxLimit {
-		return 0, &badRequest{fmt.Sprintf("limit must be a whole number from 1 to %d", store.MaxLimit)}
+		return 0, &BadRequest{Problem: BadLimit, Param: "limit", Msg: fmt.Sprintf("limit must be a whole number from 1 to %d", store.MaxLimit)}
 	}
 	return n, nil
 }
@@ -227,6 +270,8 @@ type Page struct {
 	// site and from others.
 	InboundAnchors []string   `json:"inboundAnchors"`
 	FetchedAt      *time.Time `json:"fetchedAt,omitempty"`
+	// Lang is the page's language tag, when it declared one.
+	Lang string `json:"lang,omitempty"`
 }
 
 // Headings are a page's h1–h3 texts.
@@ -246,11 +291,20 @@ type PagesResponse struct {
 // name or IPv4 address.
 var hostPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$`)
 
-func (h *Handler) pages(_ http.ResponseWriter, r *http.Request) (any, error) {
-	host := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, Prefix+"sites/"), "/pages")
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
+// ParseHost returns the host a path segment names, lower-cased and without
+// a trailing dot: a DNS name or IPv4 address, never a path (no "/", "..").
+func ParseHost(raw string) (string, error) {
+	host := strings.TrimSuffix(strings.ToLower(raw), ".")
 	if len(host) > 253 || !hostPattern.MatchString(host) {
-		return nil, &badRequest{"host must be a DNS name or IPv4 address, without scheme or port"}
+		return "", &BadRequest{Problem: BadHost, Msg: "host must be a DNS name or IPv4 address, without scheme or port"}
+	}
+	return host, nil
+}
+
+func (h *Handler) pages(_ http.ResponseWriter, r *http.Request) (any, error) {
+	host, err := ParseHost(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, Prefix+"sites/"), "/pages"))
+	if err != nil {
+		return nil, err
 	}
 	pages, err := h.Store.Pages(r.Context(), host)
 	if err != nil {
@@ -263,6 +317,7 @@ func (h *Handler) pages(_ http.ResponseWriter, r *http.Request) (any, error) {
 			Headings:       Headings{H1: list(p.H1), H2: list(p.H2), H3: list(p.H3)},
 			InboundAnchors: list(append(append([]string{}, p.Anchors...), p.ExternalAnchors...)),
 			FetchedAt:      timeOrNil(p.FetchedAt),
+			Lang:           p.Lang,
 		}
 	}
 	return out, nil

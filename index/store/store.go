@@ -39,6 +39,9 @@ var (
 	// ErrUnavailable means the backend cannot be reached right now (not
 	// connected yet, or an outage): retrying later may succeed.
 	ErrUnavailable = errors.New("index backend unavailable")
+	// ErrExcluded means a write was refused because an Exclusion covers
+	// the site: what the owner asked to be removed must not come back.
+	ErrExcluded = errors.New("site is excluded")
 )
 
 // Removed counts the pages a purge removed, by source (the SiteIndex
@@ -85,7 +88,11 @@ type SiteDoc struct {
 	// so rows can be removed when the SiteIndex goes.
 	Source string
 	// Site is scheme://host:port as site.Site renders it.
-	Site      string
+	Site string
+	// Run names the crawl the document comes from (the crawler Pod). It
+	// is stored with the site, so a manager that starts can tell whether
+	// the backend already holds what a SiteIndex says was indexed.
+	Run       string
 	CrawledAt time.Time
 	Pages     []Page
 	Links     []Link
@@ -137,6 +144,12 @@ type Result struct {
 	Lang        string
 }
 
+// SourceRun is what the backend holds of one source: its site and the run
+// the rows come from.
+type SourceRun struct {
+	Source, Site, Run string
+}
+
 // SiteInfo summarises one indexed site.
 type SiteInfo struct {
 	Site      string
@@ -158,15 +171,16 @@ type Store interface {
 	// external anchors of pages its old and new links point to are
 	// recomputed. Replacing twice with the same document changes nothing.
 	ReplaceSite(ctx context.Context, doc SiteDoc) error
-	// DeleteSource removes every site written from source and returns the
-	// number of pages removed.
-	DeleteSource(ctx context.Context, source string) (int64, error)
+	// DeleteSource removes every site written from source except keepSite
+	// ("" keeps none) and returns the number of pages removed.
+	DeleteSource(ctx context.Context, source, keepSite string) (int64, error)
 	// PurgeDomain removes every site whose host is domain or a subdomain
 	// of it (site.InDomain), and the links that point into it, and returns
 	// the number of pages removed per source.
 	PurgeDomain(ctx context.Context, domain string) (Removed, error)
-	// Sources lists the sources that have rows, sorted.
-	Sources(ctx context.Context) ([]string, error)
+	// Sources lists the sources that have rows, with their site and run,
+	// sorted by source, in one query.
+	Sources(ctx context.Context) ([]SourceRun, error)
 	// Search returns up to limit pages matching every term of query, best
 	// first: a term in the title counts more than in headings, headings
 	// more than link texts, link texts more than the description.

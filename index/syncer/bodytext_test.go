@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/engine"
@@ -23,7 +23,7 @@ const bodyMarker = "Qbodytextmarker7f3a9c"
 
 // TestBodyTextIsStoredNowhere follows real pages all the way: the crawler
 // crawls a site whose body text carries a marker, the manager turns the
-// report into a SiteIndex, the syncer writes it, and then every table of
+// report into the backend's document, the syncer writes it, and then every table of
 // the database, FTS5's internal ones included, is read back byte by byte.
 func TestBodyTextIsStoredNowhere(t *testing.T) {
 	ts := testsite.New(t)
@@ -44,20 +44,15 @@ func TestBodyTextIsStoredNowhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := reportendpoint.IndexStatus(runreport.Report{Final: true, Result: crawl}, owner, "run-1", crawlv1.MaxIndexedPages, time.Now())
-	if len(status.Pages) != 2 {
-		t.Fatalf("crawl indexed %d pages, want 2: %+v", len(status.Pages), crawl)
+	res := reportendpoint.Convert(runreport.Report{Final: true, Result: crawl}, owner, "run-1", crawlv1.MaxIndexedPages, time.Now())
+	if len(res.Doc.Pages) != 2 {
+		t.Fatalf("crawl indexed %d pages, want 2: %+v", len(res.Doc.Pages), crawl)
 	}
 
 	st := openStore(t)
-	startManager(t, st, false)
+	m := startManager(t, st, false)
 	ns := namespace(t)
-	si := &crawlv1.SiteIndex{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "seabirds"}, Spec: crawlv1.SiteIndexSpec{Site: owner.String()}}
-	if err := k8s.Create(ctx, si); err != nil {
-		t.Fatal(err)
-	}
-	si.Status = status
-	if err := k8s.Status().Update(ctx, si); err != nil {
+	if err := m.syncer.WriteSite(ctx, client.ObjectKey{Namespace: ns, Name: "seabirds"}, res.Doc); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "crawled pages indexed", searchFor(st, "cormorant", ts.URL+"/"))

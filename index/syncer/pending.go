@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// pendingSet holds the SiteIndexes whose latest state is not in the
-// backend yet, with the time their first write failed.
+// pendingSet holds the SiteIndexes whose rows should have been removed
+// from the backend but were not yet, with the time the first attempt failed.
 type pendingSet struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]time.Time
@@ -55,9 +55,9 @@ func (p *pendingSet) state() (n int, oldest time.Time) {
 	return len(p.m), oldest
 }
 
-// Lag reports how many SiteIndexes are not yet in the backend as they are
-// in the cluster, and for how long the oldest of them has waited (zero when
-// the index is up to date).
+// Lag reports how many SiteIndexes still have rows to remove from the
+// backend, and for how long the oldest of them has waited (zero when the
+// index is up to date).
 func (s *Syncer) Lag(now time.Time) (pending int, lag time.Duration) {
 	n, oldest := s.pending.state()
 	if n == 0 {
@@ -69,20 +69,24 @@ func (s *Syncer) Lag(now time.Time) (pending int, lag time.Duration) {
 var (
 	syncFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "crawl_operator_index_sync_failures_total",
-		Help: "SiteIndex writes to the search backend that failed, by reason: unavailable (backend unreachable) or error.",
+		Help: "Removals of SiteIndex rows from the search backend that failed, by reason: unavailable (backend unreachable) or error.",
 	}, []string{"reason"})
 	upserts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "crawl_operator_index_sync_upserts_total",
-		Help: "SiteIndexes written to the search backend (each write replaces the site's rows).",
+		Help: "Run results written to the search backend by the results endpoint (each write replaces the site's rows).",
+	})
+	reindexRequests = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "crawl_operator_index_reindex_requests_total",
+		Help: "Crawls a starting manager asked for because the search backend did not hold the last complete crawl a SiteIndex records (backend emptied or restored from an older backup).",
 	})
 	removals = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "crawl_operator_index_sync_removals_total",
 		Help: "SiteIndexes whose rows were removed from the search backend: deleted, or their site excluded.",
 	})
 	pendingDesc = prometheus.NewDesc("crawl_operator_index_sync_pending",
-		"SiteIndexes whose latest state is not yet in the search backend.", nil, nil)
+		"SiteIndexes whose rows are still to be removed from the search backend.", nil, nil)
 	lagDesc = prometheus.NewDesc("crawl_operator_index_sync_lag_seconds",
-		"How far the search backend is behind the SiteIndexes: the age of the oldest change not yet written (0 when up to date).", nil, nil)
+		"How far the search backend is behind the SiteIndexes: the age of the oldest removal not yet done (0 when up to date).", nil, nil)
 
 	registerOnce sync.Once
 	current      struct {
@@ -98,7 +102,7 @@ func register(s *Syncer) {
 	current.s = s
 	current.Unlock()
 	registerOnce.Do(func() {
-		metrics.Registry.MustRegister(syncFailures, upserts, removals, lagCollector{})
+		metrics.Registry.MustRegister(syncFailures, upserts, removals, reindexRequests, lagCollector{})
 		syncFailures.WithLabelValues("unavailable")
 		syncFailures.WithLabelValues("error")
 	})

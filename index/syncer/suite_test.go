@@ -2,6 +2,9 @@ package syncer
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +24,10 @@ import (
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/controllers"
 	"github.com/lohisoft/crawl-operator/index/store"
+	"github.com/lohisoft/crawl-operator/index/store/postgres"
+	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
 	"github.com/lohisoft/crawl-operator/index/store/sqlite"
+	"github.com/lohisoft/crawl-operator/index/store/sqlstore"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 	"github.com/lohisoft/crawl-operator/internal/watchns"
@@ -63,7 +69,7 @@ func startManager(t *testing.T, st store.Store, withExclusions bool, namespaces 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Syncer{Client: mgr.GetClient(), Store: st, Namespaces: watched}
+	s := &Syncer{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("index-sync"), Store: st, Namespaces: watched}
 	if err := s.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -110,28 +116,139 @@ func namespace(t *testing.T) string {
 	return ns.Name
 }
 
-// createSiteIndex creates a SiteIndex and gives it pages titled as given,
-// one per path.
-func createSiteIndex(t *testing.T, ns, name, siteURL string, titles map[string]string) *crawlv1.SiteIndex {
+// createSiteIndex creates a SiteIndex and delivers a first run with pages
+// titled as given, one per path.
+func createSiteIndex(t *testing.T, m *manager, ns, name, siteURL string, titles map[string]string) *crawlv1.SiteIndex {
 	t.Helper()
 	si := &crawlv1.SiteIndex{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: crawlv1.SiteIndexSpec{Site: siteURL}}
 	if err := k8s.Create(context.Background(), si); err != nil {
 		t.Fatalf("create SiteIndex %s: %v", name, err)
 	}
-	setPages(t, si, titles)
+	deliver(t, m, si, titles)
 	return si
 }
 
-func setPages(t *testing.T, si *crawlv1.SiteIndex, titles map[string]string) {
+// deliver does what the results endpoint does with a run's final result:
+// it writes the pages through the syncer, then the SiteIndex's compact
+// status with the next run's name.
+func deliver(t *testing.T, m *manager, si *crawlv1.SiteIndex, titles map[string]string) {
 	t.Helper()
+	if err := tryDeliver(m, si, titles); err != nil {
+		t.Fatalf("deliver a run of %s: %v", si.Name, err)
+	}
+}
+
+func tryDeliver(m *manager, si *crawlv1.SiteIndex, titles map[string]string) error {
+	ctx := context.Background()
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	si.Status = crawlv1.SiteIndexStatus{CrawledAt: &now, Complete: true}
+	runs := 1
+	if r := si.Status.Run; r != "" {
+		fmt.Sscanf(r[strings.LastIndex(r, "-")+1:], "%d", &runs)
+		runs++
+	}
+	run := fmt.Sprintf("%s-crawl-%d", si.Name, runs)
+	doc := store.SiteDoc{Site: si.Spec.Site, Run: run, CrawledAt: now.Time}
+	status := crawlv1.SiteIndexStatus{Run: run, CrawledAt: &now, Complete: true, Stats: crawlv1.IndexStats{Pages: int32(len(titles))}}
 	for path, title := range titles {
-		si.Status.Pages = append(si.Status.Pages, crawlv1.IndexedPage{URL: origin(si.Spec.Site) + path, StatusCode: 200, Title: title, FetchedAt: &now})
+		doc.Pages = append(doc.Pages, store.Page{URL: origin(si.Spec.Site) + path, StatusCode: 200, Title: title, FetchedAt: now.Time})
+		status.Pages = append(status.Pages, crawlv1.IndexedPage{URL: path, StatusCode: 200, Title: title, FetchedAt: &now})
 	}
-	if err := k8s.Status().Update(context.Background(), si); err != nil {
-		t.Fatalf("update SiteIndex %s status: %v", si.Name, err)
+	if err := m.syncer.WriteSite(ctx, client.ObjectKeyFromObject(si), doc); err != nil {
+		return err
 	}
+	si.Status = status
+	return k8s.Status().Update(ctx, si)
+}
+
+// testBackend opens, reopens and measures one kind of backend.
+type testBackend struct {
+	name string
+	open func(t *testing.T) store.Store
+	// reopen closes st (SQLite checkpoints its log into the file) and
+	// opens the same database again.
+	reopen func(t *testing.T, st store.Store) store.Store
+	// size is the bytes the backend's tables take on disk.
+	size func(t *testing.T, st store.Store) int64
+	// written changes whenever anything is written: SQLite's file bytes,
+	// PostgreSQL's row versions (xmin, ctid) of every table.
+	written func(t *testing.T, st store.Store) string
+}
+
+// backends are SQLite and PostgreSQL (pgtest skips or fails the latter
+// without a server).
+func backends(t *testing.T) []testBackend {
+	sqliteAt := map[store.Store]string{}
+	pgAt := map[store.Store]string{}
+	openPG := func(t *testing.T, dsn string) store.Store {
+		st, err := postgres.Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		pgAt[st] = dsn
+		return st
+	}
+	openSQLite := func(t *testing.T, path string) store.Store {
+		st, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		sqliteAt[st] = path
+		return st
+	}
+	return []testBackend{{
+		name: "sqlite",
+		open: func(t *testing.T) store.Store { return openSQLite(t, filepath.Join(t.TempDir(), "index.db")) },
+		reopen: func(t *testing.T, st store.Store) store.Store {
+			st.Close()
+			return openSQLite(t, sqliteAt[st])
+		},
+		size: func(t *testing.T, st store.Store) int64 {
+			var n int64
+			for _, suffix := range []string{"", "-wal"} {
+				if fi, err := os.Stat(sqliteAt[st] + suffix); err == nil {
+					n += fi.Size()
+				}
+			}
+			return n
+		},
+		written: func(t *testing.T, st store.Store) string {
+			b, err := os.ReadFile(sqliteAt[st])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fmt.Sprintf("%x", sha256.Sum256(b))
+		},
+	}, {
+		name: "postgres",
+		open: func(t *testing.T) store.Store { return openPG(t, pgtest.Schema(t)) },
+		reopen: func(t *testing.T, st store.Store) store.Store {
+			st.Close()
+			return openPG(t, pgAt[st])
+		},
+		size: func(t *testing.T, st store.Store) int64 {
+			var n int64
+			if err := st.(*sqlstore.Store).DB().QueryRowContext(context.Background(), `SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)
+				FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+				WHERE n.nspname = current_schema() AND c.relkind = 'r'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		},
+		written: func(t *testing.T, st store.Store) string {
+			var out string
+			for _, table := range []string{"sites", "pages", "links"} {
+				var v sql.NullString
+				if err := st.(*sqlstore.Store).DB().QueryRowContext(context.Background(),
+					"SELECT string_agg(xmin::text || ctid::text, ',' ORDER BY ctid) FROM "+table).Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+				out += table + ":" + v.String + ";"
+			}
+			return out
+		},
+	}}
 }
 
 // eventually retries check for up to 30 s.

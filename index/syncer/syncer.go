@@ -1,7 +1,8 @@
-// Package syncer keeps the search backend in step with the SiteIndexes of
-// the cluster: every status change is written, a deleted SiteIndex takes
-// its rows with it, and on start every SiteIndex is written again and rows
-// of SiteIndexes that went while the manager was down are removed.
+// Package syncer keeps the search backend consistent with the cluster. The
+// results endpoint writes each run's pages through it (WriteSite), in step
+// with Exclusion purges; it removes the rows of SiteIndexes that go, and on
+// start compares what the backend holds with every SiteIndex in one query,
+// writing nothing when they agree.
 package syncer
 
 import (
@@ -15,15 +16,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
@@ -32,13 +32,8 @@ import (
 	"github.com/lohisoft/crawl-operator/internal/watchns"
 )
 
-// sweepRetry is the pause between attempts of the start-up sweep while the
-// backend is unreachable; a Backend fails fast meanwhile, so this costs
-// nothing.
-const sweepRetry = 2 * time.Second
-
-// unavailableRequeue is when a write that found the backend unreachable is
-// tried again without a Backend to say it is back.
+// unavailableRequeue is when a removal that found the backend unreachable
+// is tried again without a Backend to say it is back.
 const unavailableRequeue = 5 * time.Second
 
 // Availability is what the syncer needs to know of a backend that comes and
@@ -50,26 +45,35 @@ type Availability interface {
 	OnUp(f func())
 }
 
-// Syncer mirrors SiteIndexes into a store. The controller's work queue
-// never runs two reconciles of one SiteIndex at once and each reconcile
-// writes the SiteIndex as it is now, so writes of a site are ordered and
-// the last one wins. A write that fails because the backend is unreachable
-// waits, without back-off, until the backend is back and is then queued at
-// once with every other such write; other failures are retried with
-// back-off.
+// Syncer orders the writes of the index backend. The controller (leader
+// only) removes rows whose SiteIndex went, moved to another site or was
+// excluded; a removal that fails because the backend is unreachable waits,
+// without back-off, until the backend is back and is then queued at once
+// with every other such removal.
 type Syncer struct {
-	// Client reads SiteIndexes and Exclusions; the manager's cached client.
-	Client client.Reader
-	Store  store.Store
+	// Client reads SiteIndexes and Exclusions (the manager's cached client)
+	// and asks for crawls (patches CrawlTargets).
+	Client client.Client
+	// Live reads Exclusions from the API server. A replica that is not
+	// the leader checks them again after each write, because the leader's
+	// purges do not take its lock (see WriteSite).
+	Live client.Reader
+	// Elected is closed once this replica leads; nil means it always does.
+	Elected <-chan struct{}
+	// Recorder records the crawls the start-up check asks for.
+	Recorder events.EventRecorder
+	Store    store.Store
 	// Backend, when set, says when an unreachable backend is back.
 	Backend Availability
 	// Namespaces are the namespaces the manager watches (empty: all). The
 	// index holds the SiteIndexes of those only: rows of any other
 	// namespace (left from before the manager was confined) are removed.
 	Namespaces watchns.Namespaces
+	// Now is the clock of crawl requests; nil is time.Now.
+	Now func() time.Time
 
-	// pending are SiteIndexes whose latest state is not in the backend,
-	// with the time of their first failed write.
+	// pending are SiteIndexes whose removal failed, with the time of their
+	// first failed attempt.
 	pending pendingSet
 
 	// mu makes "check the Exclusions, then write" one step with respect to
@@ -79,29 +83,48 @@ type Syncer struct {
 	// removed by the purge.
 	mu sync.Mutex
 
-	// sweep carries SiteIndexes to the work queue: those the backend has
-	// rows of but the cluster does not (found at start), and those whose
-	// write failed while the backend was unreachable (when it is back).
+	// sweep carries SiteIndexes to the work queue: those whose rows the
+	// start-up check found to remove, and those whose removal failed while
+	// the backend was unreachable (when it is back).
 	sweep chan event.TypedGenericEvent[client.Object]
+
+	// checked is closed once the start-up check has run.
+	checked                  chan struct{}
+	checkedMake, checkedDone sync.Once
 }
 
-// Reads through the cache only: list and watch.
+// Checked is closed once the start-up check has compared the backend with
+// the SiteIndexes and queued what it found.
+func (s *Syncer) Checked() <-chan struct{} {
+	s.checkedMake.Do(func() { s.checked = make(chan struct{}) })
+	return s.checked
+}
+
+func (s *Syncer) markChecked() {
+	s.Checked()
+	s.checkedDone.Do(func() { close(s.checked) })
+}
+
+// Reads SiteIndexes and Exclusions through the cache; asks for crawls
+// with the requested-at annotation of a CrawlTarget.
 // +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=siteindexes,verbs=list;watch
 // +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=exclusions,verbs=list;watch
+// +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=crawltargets,verbs=get;patch
 
-// SetupWithManager registers the controller and the start-up sweep.
+// SetupWithManager registers the controller and the start-up check.
 func (s *Syncer) SetupWithManager(mgr ctrl.Manager) error {
 	s.sweep = make(chan event.TypedGenericEvent[client.Object])
 	err := ctrl.NewControllerManagedBy(mgr).
-		For(&crawlv1.SiteIndex{}).
-		// A removed Exclusion lets its sites back in: write every SiteIndex
-		// again, which also restores other sites' links into the domain.
-		Watches(&crawlv1.Exclusion{}, handler.EnqueueRequestsFromMapFunc(s.allSiteIndexes),
-			builder.WithPredicates(predicate.Funcs{
-				CreateFunc:  func(event.CreateEvent) bool { return false },
-				UpdateFunc:  func(event.UpdateEvent) bool { return false },
-				GenericFunc: func(event.GenericEvent) bool { return false },
-			})).
+		// The start-up check, not the initial list, decides what a
+		// starting manager does; after that, a SiteIndex matters here only
+		// when it goes or its site changes (spec.site, the generation):
+		// its pages reach the backend through the results endpoint.
+		For(&crawlv1.SiteIndex{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return false },
+			UpdateFunc:  func(e event.UpdateEvent) bool { return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() },
+			DeleteFunc:  func(event.DeleteEvent) bool { return true },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		})).
 		WatchesRawSource(source.Channel(s.sweep, &handler.EnqueueRequestForObject{})).
 		Named("index-sync").
 		Complete(s)
@@ -112,11 +135,11 @@ func (s *Syncer) SetupWithManager(mgr ctrl.Manager) error {
 		s.Backend.OnUp(s.retryPending)
 	}
 	register(s)
-	return mgr.Add(&sweeper{syncer: s, cache: mgr.GetCache()})
+	return mgr.Add(&startCheck{syncer: s, cache: mgr.GetCache()})
 }
 
-// Reconcile writes one SiteIndex to the backend, or removes its rows, and
-// keeps account of what could not be written.
+// Reconcile removes the rows a SiteIndex no longer stands for, and keeps
+// account of what could not be removed.
 func (s *Syncer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	err := s.sync(ctx, req)
 	switch {
@@ -124,18 +147,15 @@ func (s *Syncer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		s.pending.done(req.NamespacedName)
 		return ctrl.Result{}, nil
 	case ctx.Err() != nil:
-		// The manager is stopping; the next start writes everything again.
+		// The manager is stopping; the next start checks everything again.
 		return ctrl.Result{}, nil
-	case errors.Is(err, reconcile.TerminalError(nil)):
-		s.pending.done(req.NamespacedName)
-		return ctrl.Result{}, err
 	}
 	// Recorded before asking whether the backend is back, so a backend
 	// that comes back meanwhile finds it in the list.
 	s.pending.fail(req.NamespacedName, time.Now())
 	if errors.Is(err, store.ErrUnavailable) {
 		syncFailures.WithLabelValues("unavailable").Inc()
-		log.FromContext(ctx).V(1).Info("index backend unavailable; SiteIndex waits", "error", err.Error())
+		log.FromContext(ctx).V(1).Info("index backend unavailable; removal waits", "error", err.Error())
 		switch {
 		case s.Backend == nil:
 			return ctrl.Result{RequeueAfter: unavailableRequeue}, nil
@@ -149,52 +169,142 @@ func (s *Syncer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	return ctrl.Result{}, err
 }
 
-// retryPending queues every SiteIndex whose write failed; the backend is
+// retryPending queues every SiteIndex whose removal failed; the backend is
 // back.
 func (s *Syncer) retryPending() {
-	keys := s.pending.keys()
-	for _, key := range keys {
+	for _, key := range s.pending.keys() {
 		s.sweep <- event.TypedGenericEvent[client.Object]{
 			Object: &crawlv1.SiteIndex{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}},
 		}
 	}
 }
 
+// sync removes every row of a SiteIndex that is gone, outside the watched
+// namespaces or of an excluded site, and otherwise the rows of sites other
+// than its own (spec.url moved). It never removes the rows of the site a
+// SiteIndex names: the results endpoint may have written them an instant
+// ago, before the SiteIndex shows the run.
 func (s *Syncer) sync(ctx context.Context, req ctrl.Request) error {
 	source := SourceOf(req.Namespace, req.Name)
 	if !s.Namespaces.Has(req.Namespace) {
-		return s.remove(ctx, source, "namespace not watched")
+		return s.remove(ctx, source, "", "namespace not watched")
 	}
 	si := &crawlv1.SiteIndex{}
 	err := s.Client.Get(ctx, req.NamespacedName, si)
 	if apierrors.IsNotFound(err) || (err == nil && !si.DeletionTimestamp.IsZero()) {
-		return s.remove(ctx, source, "SiteIndex deleted")
+		return s.remove(ctx, source, "", "SiteIndex deleted")
 	}
 	if err != nil {
 		return fmt.Errorf("get SiteIndex %s: %w", source, err)
 	}
-
+	st, err := site.Parse(si.Spec.Site)
+	if err != nil {
+		// Only a spec.site that fails to parse gets here: nothing of it
+		// can be indexed.
+		return s.remove(ctx, source, "", "spec.site invalid")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	domains, err := s.excludedDomains(ctx)
+	domains, err := s.excludedDomains(ctx, s.Client)
 	if err != nil {
 		return err
 	}
-	doc, ok, err := Document(si, func(host string) bool { return inAny(host, domains) })
+	if inAny(st.Host, domains) {
+		return s.remove(ctx, source, "", "site is excluded")
+	}
+	return s.remove(ctx, source, st.String(), "site moved")
+}
+
+// WriteSite makes doc what the backend holds for the SiteIndex key: the
+// results endpoint's write of a run. Under the lock PurgeDomain takes, it
+// checks the Exclusions in the manager's cache: a covered site fails with
+// store.ErrExcluded and writes nothing, and links into excluded domains
+// are dropped. On the leader that lock orders it with every purge. A
+// replica that is not the leader (the endpoint serves on every replica)
+// reads the Exclusions from the API server once more after writing and
+// takes back what a purge it could not see removed meanwhile: an Exclusion
+// is stored before any purge of it starts, so a purge this write slipped
+// past is found by that read.
+func (s *Syncer) WriteSite(ctx context.Context, key types.NamespacedName, doc store.SiteDoc) error {
+	doc.Source = SourceOf(key.Namespace, key.Name)
+	if !s.Namespaces.Has(key.Namespace) {
+		return fmt.Errorf("SiteIndex %s is outside the watched namespaces", doc.Source)
+	}
+	if err := s.write(ctx, doc, s.Client); err != nil {
+		return err
+	}
+	if s.leading() || s.Live == nil {
+		return nil
+	}
+	domains, err := s.excludedDomains(ctx, s.Live)
 	if err != nil {
-		// Only a spec.site that fails to parse gets here; retrying will not
-		// fix it, a new SiteIndex will.
-		return reconcile.TerminalError(err)
+		return err
 	}
-	if !ok {
-		return s.remove(ctx, source, "site is excluded")
+	if !touches(doc, domains) {
+		return nil
 	}
+	return s.write(ctx, doc, s.Live)
+}
+
+// RemoveSite removes every row of the SiteIndex key.
+func (s *Syncer) RemoveSite(ctx context.Context, key types.NamespacedName) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.remove(ctx, SourceOf(key.Namespace, key.Name), "", "SiteIndex deleted")
+}
+
+// write writes doc less what the Exclusions read through exclusions
+// cover, or removes the source when they cover the site.
+func (s *Syncer) write(ctx context.Context, doc store.SiteDoc, exclusions client.Reader) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	domains, err := s.excludedDomains(ctx, exclusions)
+	if err != nil {
+		return err
+	}
+	if inAny(store.Host(doc.Site), domains) {
+		if err := s.remove(ctx, doc.Source, "", "site is excluded"); err != nil {
+			return err
+		}
+		return fmt.Errorf("SiteIndex %s: %w", doc.Source, store.ErrExcluded)
+	}
+	doc.Links = linksOutside(doc.Links, domains)
 	if err := s.Store.ReplaceSite(ctx, doc); err != nil {
-		return fmt.Errorf("index SiteIndex %s: %w", source, err)
+		return fmt.Errorf("index SiteIndex %s: %w", doc.Source, err)
 	}
 	upserts.Inc()
-	log.FromContext(ctx).V(1).Info("indexed", "site", doc.Site, "pages", len(doc.Pages), "links", len(doc.Links))
 	return nil
+}
+
+// touches reports whether an Exclusion of domains covers doc's site or a
+// site it links to.
+func touches(doc store.SiteDoc, domains []string) bool {
+	return inAny(store.Host(doc.Site), domains) || len(linksOutside(doc.Links, domains)) != len(doc.Links)
+}
+
+func (s *Syncer) leading() bool {
+	if s.Elected == nil {
+		return true
+	}
+	select {
+	case <-s.Elected:
+		return true
+	default:
+		return false
+	}
+}
+
+// linksOutside drops links into the domains: their owners asked for their
+// pages to be gone from the index, link texts about them included.
+func linksOutside(links []store.Link, domains []string) []store.Link {
+	var out []store.Link
+	for _, l := range links {
+		if inAny(site.HostOf(l.URL), domains) {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // PurgeDomain removes every row of domain and its subdomains; it is the
@@ -205,8 +315,8 @@ func (s *Syncer) PurgeDomain(ctx context.Context, domain string) (store.Removed,
 	return s.Store.PurgeDomain(ctx, domain)
 }
 
-func (s *Syncer) remove(ctx context.Context, source, why string) error {
-	n, err := s.Store.DeleteSource(ctx, source)
+func (s *Syncer) remove(ctx context.Context, source, keepSite, why string) error {
+	n, err := s.Store.DeleteSource(ctx, source, keepSite)
 	if err != nil {
 		return fmt.Errorf("remove rows of SiteIndex %s (%s): %w", source, why, err)
 	}
@@ -217,15 +327,14 @@ func (s *Syncer) remove(ctx context.Context, source, why string) error {
 	return nil
 }
 
-func (s *Syncer) excludedDomains(ctx context.Context) ([]string, error) {
+func (s *Syncer) excludedDomains(ctx context.Context, r client.Reader) ([]string, error) {
 	var list crawlv1.ExclusionList
-	if err := s.Client.List(ctx, &list); err != nil {
+	if err := r.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("list Exclusions: %w", err)
 	}
-	var out []string
+	out := make([]string, 0, len(list.Items))
 	for _, ex := range list.Items {
-		// An Exclusion being deleted is still in force until it is gone;
-		// its deletion event writes the sites again.
+		// An Exclusion being deleted is still in force until it is gone.
 		out = append(out, ex.Spec.Domain)
 	}
 	return out, nil
@@ -240,92 +349,8 @@ func inAny(host string, domains []string) bool {
 	return false
 }
 
-func (s *Syncer) allSiteIndexes(ctx context.Context, _ client.Object) []reconcile.Request {
-	var sis crawlv1.SiteIndexList
-	if err := s.Client.List(ctx, &sis); err != nil {
-		log.FromContext(ctx).Error(err, "list SiteIndexes to write again after an Exclusion was removed")
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(sis.Items))
-	for _, si := range sis.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&si)})
-	}
-	return out
-}
-
-// sweeper runs once per leadership, after the cache has synced: the
-// controller's initial list already queues every SiteIndex for writing,
-// and the sweeper queues the sources the backend has but the cluster no
-// longer does, so their rows are removed by the same ordered queue.
-type sweeper struct {
-	syncer *Syncer
-	cache  cache.Cache
-}
-
-func (w *sweeper) Start(ctx context.Context) error {
-	if !w.cache.WaitForCacheSync(ctx) {
-		return nil // stopping
-	}
-	logger := log.FromContext(ctx).WithName("index-sweep")
-	waiting := false
-	for {
-		stale, err := w.stale(ctx)
-		if err == nil {
-			for _, key := range stale {
-				si := &crawlv1.SiteIndex{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-				select {
-				case w.syncer.sweep <- event.TypedGenericEvent[client.Object]{Object: si}:
-				case <-ctx.Done():
-					return nil
-				}
-			}
-			logger.Info("index resync queued", "staleSources", len(stale))
-			return nil
-		}
-		switch {
-		case !errors.Is(err, store.ErrUnavailable):
-			logger.Error(err, "index resync failed; retrying", "in", sweepRetry)
-		case !waiting:
-			logger.Info("index resync waits for the index backend", "reason", err.Error())
-			waiting = true
-		}
-		select {
-		case <-time.After(sweepRetry):
-		case <-ctx.Done():
-			return nil
-		}
-	}
-}
-
-// stale lists sources with rows in the backend and no SiteIndex. The
-// backend is read first: a SiteIndex created after that is not in the list
-// whatever the cache says, so it cannot be swept by mistake.
-func (w *sweeper) stale(ctx context.Context) ([]types.NamespacedName, error) {
-	sources, err := w.syncer.Store.Sources(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list indexed sources: %w", err)
-	}
-	var sis crawlv1.SiteIndexList
-	if err := w.syncer.Client.List(ctx, &sis); err != nil {
-		return nil, fmt.Errorf("list SiteIndexes: %w", err)
-	}
-	present := map[string]bool{}
-	for _, si := range sis.Items {
-		present[SourceOf(si.Namespace, si.Name)] = true
-	}
-	var out []types.NamespacedName
-	for _, src := range sources {
-		if present[src] {
-			continue
-		}
-		key, ok := parseSource(src)
-		if !ok {
-			continue
-		}
-		out = append(out, key)
-	}
-	return out, nil
-}
+// SourceOf names the SiteIndex a backend's rows come from.
+func SourceOf(namespace, name string) string { return namespace + "/" + name }
 
 func parseSource(src string) (types.NamespacedName, bool) {
 	ns, name, ok := strings.Cut(src, "/")

@@ -1,20 +1,34 @@
 package reportendpoint
 
 import (
+	"net/url"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
+	"github.com/lohisoft/crawl-operator/crawler/urlnorm"
+	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
-// IndexStatus turns a crawler's report into a SiteIndex status. The report
-// comes from a Pod that parsed hostile pages, so nothing in it is trusted:
-// pages off the site are dropped, the page count is held to the budget, and
-// every string and list is cut to the SiteIndex caps.
-func IndexStatus(rep runreport.Report, owner site.Site, run string, maxPages int, now time.Time) crawlv1.SiteIndexStatus {
+// Result is what one report holds for the manager: the compact SiteIndex
+// status (which pages, their titles, status codes and fetch times, and the
+// run's stats) and the full document for the index backend (every kept
+// field, and the run's off-site links). Doc.Source is the caller's to set.
+type Result struct {
+	Status crawlv1.SiteIndexStatus
+	Doc    store.SiteDoc
+}
+
+// Convert turns a crawler's report into a Result. The report comes from a
+// Pod that parsed hostile pages, so nothing in it is trusted: pages off the
+// site and duplicates are dropped, URLs are put in the crawler's canonical
+// form (so a link from another site finds the page), the page count is
+// held to the budget, and every string and list is cut to the limits of
+// package runreport.
+func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, now time.Time) Result {
 	maxPages = min(maxPages, crawlv1.MaxIndexedPages)
 	st := crawlv1.SiteIndexStatus{
 		Run:      run,
@@ -24,36 +38,45 @@ func IndexStatus(rep runreport.Report, owner site.Site, run string, maxPages int
 			FetchedAt:  timeOrNil(rep.Result.Robots.FetchedAt),
 		},
 	}
+	doc := store.SiteDoc{Site: owner.String(), Run: run}
 	seen := map[string]bool{}
 	for _, p := range rep.Result.Pages {
 		if len(st.Pages) == maxPages {
 			break
 		}
-		s, err := site.Parse(p.URL)
-		if err != nil || s != owner || len(p.URL) > crawlv1.MaxURLLength || seen[p.URL] {
+		u, ok := canonical(p.URL)
+		if !ok || len(u) > crawlv1.MaxURLLength || seen[u] {
 			continue
 		}
-		seen[p.URL] = true
+		if s, err := site.Parse(u); err != nil || s != owner {
+			continue
+		}
+		seen[u] = true
+		fetched := timeOrNil(p.FetchedAt)
+		title := runreport.Cut(p.Title, crawlv1.MaxTitleLength)
 		st.Pages = append(st.Pages, crawlv1.IndexedPage{
-			URL:         p.URL,
-			StatusCode:  int32(clampStatus(p.StatusCode)),
-			Title:       runreport.Cut(p.Title, crawlv1.MaxTitleLength),
-			Description: runreport.Cut(p.Description, crawlv1.MaxDescriptionLength),
-			Headings: crawlv1.Headings{
-				H1: runreport.CutAll(p.Headings.H1, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
-				H2: runreport.CutAll(p.Headings.H2, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
-				H3: runreport.CutAll(p.Headings.H3, crawlv1.MaxHeadingsPerLevel, crawlv1.MaxHeadingLength),
-			},
-			InboundAnchors: runreport.CutAll(p.InboundAnchors, crawlv1.MaxInboundAnchors, crawlv1.MaxAnchorLength),
-			FetchedAt:      timeOrNil(p.FetchedAt),
-			Lang:           runreport.Lang(p.Lang),
+			URL: onSite(u), StatusCode: int32(clampStatus(p.StatusCode)), Title: title, FetchedAt: fetched,
 		})
+		page := store.Page{
+			URL: u, StatusCode: clampStatus(p.StatusCode), Title: title,
+			Description: runreport.Cut(p.Description, runreport.MaxDescriptionLength),
+			H1:          runreport.CutAll(p.Headings.H1, runreport.MaxHeadingsPerLevel, runreport.MaxHeadingLength),
+			H2:          runreport.CutAll(p.Headings.H2, runreport.MaxHeadingsPerLevel, runreport.MaxHeadingLength),
+			H3:          runreport.CutAll(p.Headings.H3, runreport.MaxHeadingsPerLevel, runreport.MaxHeadingLength),
+			Anchors:     runreport.CutAll(p.InboundAnchors, runreport.MaxInboundAnchors, runreport.MaxAnchorLength),
+			Lang:        runreport.Lang(p.Lang),
+		}
+		if fetched != nil {
+			page.FetchedAt = fetched.Time
+		}
+		doc.Pages = append(doc.Pages, page)
 	}
-	st.OffSiteLinks = offSiteLinks(rep, owner)
+	doc.Links = offSiteLinks(rep, owner)
 	st.Stats = crawlv1.IndexStats{Pages: int32(len(st.Pages)), Skipped: int32(min(len(rep.Result.Skipped), 1<<20))}
 	st.Refused = refusal(rep, len(st.Pages))
 	if rep.Final {
 		st.CrawledAt = &metav1.Time{Time: now}
+		doc.CrawledAt = st.CrawledAt.Time
 	}
 	if t, err := time.Parse(time.RFC3339, rep.Result.RetryAfter); err == nil && t.After(now) {
 		if limit := now.Add(maxRetryAfter); t.After(limit) {
@@ -61,7 +84,7 @@ func IndexStatus(rep runreport.Report, owner site.Site, run string, maxPages int
 		}
 		st.RetryAfter = &metav1.Time{Time: t.Truncate(time.Second)}
 	}
-	return st
+	return Result{Status: st, Doc: doc}
 }
 
 // maxRetryAfter stops a site from pushing the bot away for more than a
@@ -82,12 +105,40 @@ func timeOrNil(t time.Time) *metav1.Time {
 	return &metav1.Time{Time: t.Truncate(time.Second)}
 }
 
-// Merge decides what a report does to the SiteIndex status. A final report
-// replaces it. Progress replaces it too during a site's first crawl, so the
-// pages show up as they come; on a recrawl, progress is only counted, and
-// the pages of the last complete crawl stay until the new one has ended.
+// canonical writes a URL the way the crawler does (crawler/urlnorm), so a
+// link from one site finds the page of another however either was written.
+func canonical(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", false
+	}
+	return urlnorm.Normalize(u).String(), true
+}
+
+// onSite is a page's URL relative to its site (path and query): the
+// SiteIndex names the site once, in spec.site, instead of in each of 20
+// records.
+func onSite(canonicalURL string) string {
+	u, err := url.Parse(canonicalURL)
+	if err != nil {
+		return canonicalURL // canonical URLs parse
+	}
+	return u.RequestURI()
+}
+
+// Replaces reports whether a report replaces the indexed pages, in the
+// SiteIndex and in the index backend alike: a final report always does;
+// progress does during a site's first crawl, so the pages show up as they
+// come. On a recrawl, progress is only counted, and search keeps the last
+// complete crawl until the new one delivers its final result.
+func Replaces(current, report crawlv1.SiteIndexStatus) bool {
+	return report.Complete || !current.Complete
+}
+
+// Merge decides what a report does to the SiteIndex status (see Replaces):
+// the report's status, or the current one with the recrawl's progress.
 func Merge(current, report crawlv1.SiteIndexStatus, now time.Time) crawlv1.SiteIndexStatus {
-	if report.Complete || !current.Complete {
+	if Replaces(current, report) {
 		return report
 	}
 	next := current

@@ -8,10 +8,11 @@ import (
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
+	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
-func TestIndexStatus(t *testing.T) {
+func TestConvert(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	owner, _ := site.Parse("https://example.com/")
 	page := func(url string) runreport.Page {
@@ -27,7 +28,7 @@ func TestIndexStatus(t *testing.T) {
 		name     string
 		rep      runreport.Report
 		maxPages int
-		check    func(t *testing.T, st crawlv1.SiteIndexStatus)
+		check    func(t *testing.T, st crawlv1.SiteIndexStatus, doc store.SiteDoc)
 	}{
 		{
 			name:     "off-site, other port, other scheme and duplicate pages are dropped",
@@ -36,13 +37,19 @@ func TestIndexStatus(t *testing.T) {
 				page("https://example.com/a"), page("https://example.com:8443/b"), page("http://example.com/c"),
 				page("https://evil.net/d"), page("https://example.com/a"), page("not a url"), page("https://EXAMPLE.com/e"),
 			}}},
-			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus, doc store.SiteDoc) {
 				var urls []string
 				for _, p := range st.Pages {
 					urls = append(urls, p.URL)
 				}
-				if strings.Join(urls, " ") != "https://example.com/a https://EXAMPLE.com/e" {
+				// In the crawler's canonical form, so links from other sites
+				// find them.
+				// relative to the site in the SiteIndex, in full in the backend.
+				if strings.Join(urls, " ") != "/a /e" {
 					t.Errorf("pages = %v", urls)
+				}
+				if len(doc.Pages) != 2 || doc.Pages[0].URL != "https://example.com/a" || doc.Pages[1].URL != "https://example.com/e" {
+					t.Errorf("backend pages = %+v", doc.Pages)
 				}
 				if st.Complete || st.CrawledAt != nil {
 					t.Error("progress report marked complete")
@@ -55,7 +62,7 @@ func TestIndexStatus(t *testing.T) {
 			rep: runreport.Report{Final: true, Result: runreport.Crawl{Pages: []runreport.Page{
 				page("https://example.com/1"), page("https://example.com/2"), page("https://example.com/3")},
 				Skipped: []runreport.Skip{{URL: "https://example.com/x", Reason: "disallowed"}}}},
-			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus, doc store.SiteDoc) {
 				if len(st.Pages) != 2 || st.Stats.Pages != 2 || st.Stats.Skipped != 1 {
 					t.Errorf("pages %d stats %+v", len(st.Pages), st.Stats)
 				}
@@ -72,22 +79,25 @@ func TestIndexStatus(t *testing.T) {
 				Headings:       runreport.Headings{H1: many, H2: []string{long}, H3: []string{"  ", "ok"}},
 				InboundAnchors: append([]string{"bad \xff utf8"}, many...),
 			}}}},
-			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
-				p := st.Pages[0]
-				if len(p.Title) > crawlv1.MaxTitleLength || !utf8.ValidString(p.Title) || len(p.Title) < crawlv1.MaxTitleLength-1 {
-					t.Errorf("title cut to %d bytes", len(p.Title))
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus, doc store.SiteDoc) {
+				if c := st.Pages[0].Title; len(c) > crawlv1.MaxTitleLength || !utf8.ValidString(c) || len(c) < crawlv1.MaxTitleLength-1 {
+					t.Errorf("SiteIndex title cut to %d bytes", len(c))
 				}
-				if len(p.Description) > crawlv1.MaxDescriptionLength || !utf8.ValidString(p.Description) {
+				p := doc.Pages[0]
+				if p.Title != st.Pages[0].Title {
+					t.Errorf("backend title %d bytes, SiteIndex %d", len(p.Title), len(st.Pages[0].Title))
+				}
+				if len(p.Description) > runreport.MaxDescriptionLength || !utf8.ValidString(p.Description) {
 					t.Errorf("description %d bytes", len(p.Description))
 				}
-				if len(p.Headings.H1) != crawlv1.MaxHeadingsPerLevel || len(p.Headings.H2[0]) > crawlv1.MaxHeadingLength {
-					t.Errorf("headings not capped: %d h1, h2 %d bytes", len(p.Headings.H1), len(p.Headings.H2[0]))
+				if len(p.H1) != runreport.MaxHeadingsPerLevel || len(p.H2[0]) > runreport.MaxHeadingLength {
+					t.Errorf("headings not capped: %d h1, h2 %d bytes", len(p.H1), len(p.H2[0]))
 				}
-				if len(p.Headings.H3) != 1 || p.Headings.H3[0] != "ok" {
-					t.Errorf("blank heading kept: %q", p.Headings.H3)
+				if len(p.H3) != 1 || p.H3[0] != "ok" {
+					t.Errorf("blank heading kept: %q", p.H3)
 				}
-				if len(p.InboundAnchors) != crawlv1.MaxInboundAnchors || !utf8.ValidString(p.InboundAnchors[0]) {
-					t.Errorf("anchors = %q", p.InboundAnchors[:1])
+				if len(p.Anchors) != runreport.MaxInboundAnchors || !utf8.ValidString(p.Anchors[0]) {
+					t.Errorf("anchors = %q", p.Anchors[:1])
 				}
 			},
 		},
@@ -100,9 +110,9 @@ func TestIndexStatus(t *testing.T) {
 				{URL: "https://example.com/3", Lang: strings.Repeat("en-us", 1000)},
 				{URL: "https://example.com/4", Lang: "nl-BE"},
 			}}},
-			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
+			check: func(t *testing.T, _ crawlv1.SiteIndexStatus, doc store.SiteDoc) {
 				var got []string
-				for _, p := range st.Pages {
+				for _, p := range doc.Pages {
 					got = append(got, p.Lang)
 				}
 				if strings.Join(got, ",") != "sk,,,nl-be" {
@@ -115,9 +125,9 @@ func TestIndexStatus(t *testing.T) {
 			maxPages: 20,
 			rep: runreport.Report{Result: runreport.Crawl{OffSiteLinks: []runreport.OffSiteLink{
 				{URL: "https://bakery.example/", Anchors: []string{"injected"}}}}},
-			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
-				if len(st.OffSiteLinks) != 0 {
-					t.Errorf("offSiteLinks = %+v", st.OffSiteLinks)
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus, doc store.SiteDoc) {
+				if len(doc.Links) != 0 {
+					t.Errorf("links = %+v", doc.Links)
 				}
 			},
 		},
@@ -128,13 +138,13 @@ func TestIndexStatus(t *testing.T) {
 				{URL: "https://bakery.example/1"}, {URL: "https://bakery.example/1"}, {URL: "https://bakery.example/2"},
 				{URL: "https://bakery.example/3"}, {URL: "https://bakery.example/4"}, {URL: "https://bakery.example/5"},
 				{URL: "https://bakery.example/6"}, {URL: "https://other.example/"}}}},
-			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus, doc store.SiteDoc) {
 				var urls []string
-				for _, l := range st.OffSiteLinks {
+				for _, l := range doc.Links {
 					urls = append(urls, strings.TrimPrefix(l.URL, "https://"))
 				}
 				if strings.Join(urls, " ") != "bakery.example/1 bakery.example/2 bakery.example/3 bakery.example/4 bakery.example/5 other.example/" {
-					t.Errorf("offSiteLinks = %v", urls)
+					t.Errorf("links = %v", urls)
 				}
 			},
 		},
@@ -146,10 +156,10 @@ func TestIndexStatus(t *testing.T) {
 				{URL: "https://example.com/self", Anchors: []string{"x"}},
 				{URL: "mailto:someone@example.com", Anchors: []string{"x"}},
 			}, make([]runreport.OffSiteLink, 100)...)}},
-			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
-				if len(st.OffSiteLinks) != 1 || st.OffSiteLinks[0].URL != "https://other.org/page" ||
-					len(st.OffSiteLinks[0].Anchors) != crawlv1.MaxOffSiteAnchors {
-					t.Errorf("offSiteLinks = %+v", st.OffSiteLinks)
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus, doc store.SiteDoc) {
+				if len(doc.Links) != 1 || doc.Links[0].URL != "https://other.org/page" ||
+					len(doc.Links[0].Anchors) != runreport.MaxOffSiteAnchors {
+					t.Errorf("links = %+v", doc.Links)
 				}
 			},
 		},
@@ -157,7 +167,7 @@ func TestIndexStatus(t *testing.T) {
 			name:     "retry-after is kept when in the future and capped at a month",
 			maxPages: 20,
 			rep:      runreport.Report{Final: true, Result: runreport.Crawl{RetryAfter: now.Add(90 * 24 * time.Hour).Format(time.RFC3339)}},
-			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus, doc store.SiteDoc) {
 				if st.RetryAfter == nil || !st.RetryAfter.Time.Equal(now.Add(maxRetryAfter)) {
 					t.Errorf("retryAfter = %v", st.RetryAfter)
 				}
@@ -167,7 +177,7 @@ func TestIndexStatus(t *testing.T) {
 			name:     "retry-after in the past or garbled is ignored",
 			maxPages: 20,
 			rep:      runreport.Report{Final: true, Result: runreport.Crawl{RetryAfter: "soon", Robots: runreport.Robots{Status: 5000}}},
-			check: func(t *testing.T, st crawlv1.SiteIndexStatus) {
+			check: func(t *testing.T, st crawlv1.SiteIndexStatus, doc store.SiteDoc) {
 				if st.RetryAfter != nil || st.Robots.StatusCode != 0 {
 					t.Errorf("retryAfter = %v robots = %+v", st.RetryAfter, st.Robots)
 				}
@@ -176,7 +186,11 @@ func TestIndexStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.check(t, IndexStatus(tt.rep, owner, "run-1", tt.maxPages, now))
+			res := Convert(tt.rep, owner, "run-1", tt.maxPages, now)
+			if res.Doc.Site != "https://example.com:443" || res.Doc.Run != "run-1" {
+				t.Errorf("document of site %q run %q", res.Doc.Site, res.Doc.Run)
+			}
+			tt.check(t, res.Status, res.Doc)
 		})
 	}
 }

@@ -1,7 +1,9 @@
 // Package reportendpoint is the manager's results endpoint. Crawler Pods hold no
 // Kubernetes credentials, so they hand their progress and final result to
 // this endpoint, authenticated by their run's token; the endpoint checks the
-// token against the run's Pod, bounds the payload and writes the SiteIndex.
+// token against the run's Pod, bounds the payload, writes the run's pages
+// to the index backend (every kept field) and then the SiteIndex status (a
+// compact record per page).
 package reportendpoint
 
 import (
@@ -23,6 +25,7 @@ import (
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
+	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/site"
 	"github.com/lohisoft/crawl-operator/internal/watchns"
@@ -55,6 +58,9 @@ type Server struct {
 	// Excluded reports whether a host is covered by an Exclusion; reports of
 	// excluded sites are refused so nothing purged comes back.
 	Excluded func(ctx context.Context, host string) (bool, error)
+	// Index is where a run's pages go with every kept field. Without it
+	// (tests of the endpoint alone) only the SiteIndex is written.
+	Index Index
 	// Namespaces are the namespaces the manager watches (empty: all). A
 	// run in any other namespace is unknown: the manager's cache does not
 	// hold it and its RBAC may not let it read there.
@@ -93,6 +99,22 @@ func (s *Server) Handler() http.Handler {
 	})
 	return mux
 }
+
+// Index is the index backend as the endpoint writes it (the index's
+// syncer, which orders these writes with Exclusion purges).
+type Index interface {
+	// WriteSite makes doc what the backend holds for the SiteIndex key
+	// (store.SiteDoc.Source is set from key). It fails with
+	// store.ErrExcluded when an Exclusion covers the site, and with
+	// store.ErrUnavailable while the backend cannot be reached.
+	WriteSite(ctx context.Context, key client.ObjectKey, doc store.SiteDoc) error
+	// RemoveSite removes what the backend holds for the SiteIndex key.
+	RemoveSite(ctx context.Context, key client.ObjectKey) error
+}
+
+// backendRetryAfter is what a crawler is told to wait while the index
+// backend is unreachable: the backend is checked every 5 s.
+const backendRetryAfter = "5"
 
 // httpError is an error with the status code the crawler should see.
 type httpError struct {
@@ -273,6 +295,10 @@ func (s *Server) target(ctx context.Context, pod *corev1.Pod) (*crawlv1.CrawlTar
 	return ct, owner, nil
 }
 
+// store writes an accepted report: first its pages to the index backend,
+// which is where search reads them, then the SiteIndex's compact status.
+// In that order a failure leaves the backend at most ahead of the
+// SiteIndex, never behind it, and the crawler's retry writes both again.
 func (s *Server) store(ctx context.Context, pod *corev1.Pod, ct *crawlv1.CrawlTarget, owner site.Site, rep runreport.Report) (int, error) {
 	si := &crawlv1.SiteIndex{}
 	if err := s.reader().Get(ctx, client.ObjectKeyFromObject(ct), si); err != nil {
@@ -284,16 +310,30 @@ func (s *Server) store(ctx context.Context, pod *corev1.Pod, ct *crawlv1.CrawlTa
 	if si.Status.Run == pod.Name && si.Status.Complete {
 		if rep.Final {
 			// A repeat of the stored final result, whose answer was lost.
-			return len(si.Status.Pages), nil
+			return int(si.Status.Stats.Pages), nil
 		}
 		return 0, fail("already_final", http.StatusConflict, "run %s already delivered its final result", pod.Name)
 	}
-	before := si.DeepCopy()
 	now := s.now()
-	si.Status = Merge(si.Status, IndexStatus(rep, owner, pod.Name, int(ct.Spec.MaxPagesOrDefault()), now), now)
+	res := Convert(rep, owner, pod.Name, int(ct.Spec.MaxPagesOrDefault()), now)
+	key := client.ObjectKeyFromObject(si)
+	if Replaces(si.Status, res.Status) {
+		if err := s.writeIndex(ctx, key, res.Doc); err != nil {
+			return 0, err
+		}
+	}
+	before := si.DeepCopy()
+	si.Status = Merge(si.Status, res.Status, now)
 	// The optimistic lock keeps a late request from overwriting a newer
 	// write; the crawler retries a 503.
 	err := s.Client.Status().Patch(ctx, si, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsNotFound(err) && s.Index != nil {
+		// The target went meanwhile; its rows must not outlive it.
+		if err := s.Index.RemoveSite(ctx, key); err != nil {
+			return 0, err
+		}
+		return 0, fail("target_gone", http.StatusConflict, "SiteIndex %s is gone", key.Name)
+	}
 	if apierrors.IsConflict(err) {
 		return 0, fail("conflict", http.StatusServiceUnavailable, "the SiteIndex changed meanwhile, retry")
 	}
@@ -301,6 +341,28 @@ func (s *Server) store(ctx context.Context, pod *corev1.Pod, ct *crawlv1.CrawlTa
 		return 0, fmt.Errorf("write SiteIndex status: %w", err)
 	}
 	return len(si.Status.Pages), nil
+}
+
+// writeIndex writes a run's pages to the index backend and says what a
+// crawler should do when that fails: an excluded site is refused for
+// good, an unreachable backend asks it to retry later (its final report
+// is retried for minutes; nothing indexed before is touched).
+func (s *Server) writeIndex(ctx context.Context, key client.ObjectKey, doc store.SiteDoc) error {
+	if s.Index == nil {
+		return nil
+	}
+	err := s.Index.WriteSite(ctx, key, doc)
+	switch {
+	case errors.Is(err, store.ErrExcluded):
+		return fail("excluded", http.StatusConflict, "site %s is excluded", doc.Site)
+	case errors.Is(err, store.ErrUnavailable):
+		return &httpError{code: http.StatusServiceUnavailable, reason: "backend_unavailable",
+			msg:    "the index backend is unavailable, retry later",
+			header: http.Header{"Retry-After": {backendRetryAfter}}}
+	case err != nil:
+		return fmt.Errorf("write the index backend: %w", err)
+	}
+	return nil
 }
 
 func (s *Server) reader() client.Reader {

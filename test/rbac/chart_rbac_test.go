@@ -1,7 +1,9 @@
 package rbac
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +135,27 @@ func TestNamespacedModeUnderTheChartsRBAC(t *testing.T) {
 	if code, body := testutil.PostReport(t, op.results, fake, token, runreport.Report{Final: true}); code != http.StatusForbidden {
 		t.Errorf("a report for a run outside the watched namespaces: HTTP %d %s, want 403", code, body)
 	}
+
+	// The dashboard shows the watched targets' state from the manager's
+	// cache, not the unwatched one, and reads them within the Roles (the
+	// audit log below would show a cluster-wide list).
+	eventually(t, "dashboard with the watched targets", func() error {
+		rec := httptest.NewRecorder()
+		op.pages.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/sites", nil))
+		page := rec.Body.String()
+		if rec.Code != http.StatusOK || strings.Contains(page, `id="state-unknown"`) {
+			return fmt.Errorf("/sites: %d, state unknown: %v", rec.Code, strings.Contains(page, `id="state-unknown"`))
+		}
+		for _, want := range []string{"<code>" + watched[0] + "/site</code>: Succeeded", "<code>" + watched[1] + "/site</code>: Succeeded"} {
+			if !strings.Contains(page, want) {
+				return fmt.Errorf("/sites lacks %q", want)
+			}
+		}
+		if strings.Contains(page, outside) || strings.Contains(page, "out.rbac-scoped.example") {
+			return fmt.Errorf("/sites shows the unwatched target")
+		}
+		return nil
+	})
 
 	// An Exclusion covering both sites matches the watched target only.
 	enforceExclusion(t, "rbac-scoped-", "in.rbac-scoped.example", 2)

@@ -19,6 +19,7 @@ import (
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/index/fcrdns"
+	"github.com/lohisoft/crawl-operator/index/syncer"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
@@ -104,10 +105,17 @@ func TestConfigRBACGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 		t.Errorf("the loosened NetworkPolicy was not put back: policyTypes %v", np.Spec.PolicyTypes)
 	}
 
-	// A third crawl, stopped by moving spec.url: its Pod and token go, the
-	// SiteIndex is updated to the new site, which is crawled at once.
-	requestCrawl(t, ct, "third")
+	// The manager restarts on an empty index (a backend emptied, or
+	// restored from an old backup): its start-up check asks for a crawl of
+	// the site, whose texts only the backend kept. That third crawl is
+	// stopped by moving spec.url: its Pod and token go, the SiteIndex is
+	// updated to the new site, which is crawled at once.
+	op.stop()
+	op = startOperator(t, cfg, operatorOptions{leaseNS: testenv.ManagerNamespace, checkInterval: 200 * time.Millisecond})
 	third := waitPod(t, ct, 3)
+	if v := getTarget(t, ct).Annotations[crawlv1.RequestedAtAnnotation]; !strings.HasPrefix(v, syncer.ReindexRequestPrefix) {
+		t.Errorf("the third crawl was not asked for by the start-up check: requested-at %q", v)
+	}
 	testutil.SetPodPhase(t, k8s, third, corev1.PodRunning, 0)
 	moved := getTarget(t, ct)
 	moved.Spec.URL = "https://rbac-exact-moved.example/"

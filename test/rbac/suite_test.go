@@ -9,6 +9,7 @@ package rbac
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -59,7 +60,10 @@ const leaderElectionID = "crawl-operator.crawl.lohisoft.com"
 // election on and the results endpoint on a loopback test server.
 type running struct {
 	results string
-	stop    func()
+	// pages serves the index port (the search API, the HTML pages, /bot)
+	// from the manager's cache, as its server does.
+	pages http.Handler
+	stop  func()
 }
 
 // operatorOptions say how a test runs the operator.
@@ -88,7 +92,7 @@ func startOperator(t *testing.T, cfg *rest.Config, opts operatorOptions) *runnin
 		// The next test's manager takes the Lease at once.
 		m.LeaderElectionReleaseOnCancel = true
 	}).Start(t)
-	return &running{results: op.ResultsURL, stop: op.Stop}
+	return &running{results: op.ResultsURL, pages: op.Index.Handler(), stop: op.Stop}
 }
 
 // bindLikeConfigRBAC makes a ServiceAccount user of its own (so the audit

@@ -59,6 +59,11 @@ var migrations = []string{
 	CREATE INDEX links_source ON links (source_site);
 	CREATE INDEX links_target_site ON links (target_site);
 	CREATE INDEX links_target_url ON links (target_url);`,
+	// The run the site's rows come from (store.SiteDoc.Run): a manager
+	// start compares it with each SiteIndex instead of writing everything
+	// again. Rows from before this migration have none; the syncer takes
+	// those as held (their next crawl records its run).
+	`ALTER TABLE sites ADD COLUMN run text NOT NULL DEFAULT '';`,
 	// Page languages, and the shared postings index (sqlstore) in place of
 	// the tsvector; Open fills it from the pages (sqlstore.Reindex). Terms
 	// are only compared for equality, so the C collation, the cheapest.
@@ -76,7 +81,7 @@ var migrations = []string{
 
 // postingsVersion is the first schema version with postings: a database
 // migrated from before it is reindexed.
-const postingsVersion = 2
+const postingsVersion = 3
 
 // Open connects to the database of dsn (a postgres:// URL or key=value
 // string as pgx accepts it) and brings its schema up to date. The tables go

@@ -57,6 +57,11 @@ var migrations = []string{
 	);
 	-- Column weights of BM25: title, headings, anchors, description.
 	INSERT INTO pages_fts (pages_fts, rank) VALUES ('rank', 'bm25(10.0, 4.0, 2.0, 1.0)');`,
+	// The run the site's rows come from (store.SiteDoc.Run): a manager
+	// start compares it with each SiteIndex instead of writing everything
+	// again. Rows from before this migration have none; the syncer takes
+	// those as held (their next crawl records its run).
+	`ALTER TABLE sites ADD COLUMN run TEXT NOT NULL DEFAULT '';`,
 	// Page languages, and the shared postings index (sqlstore) in place of
 	// FTS5; Open fills it from the pages (sqlstore.Reindex).
 	`ALTER TABLE pages ADD COLUMN lang TEXT NOT NULL DEFAULT '';
@@ -72,7 +77,7 @@ var migrations = []string{
 
 // postingsVersion is the first schema version with postings: a database
 // migrated from before it is reindexed.
-const postingsVersion = 2
+const postingsVersion = 3
 
 // Open opens (creating if needed) the database file at path and brings its
 // schema up to date.
@@ -111,6 +116,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	var version int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
+	}
+	if version == len(migrations) {
+		// Up to date: writing the same version again would still write a
+		// page, and a start must leave the file as it found it.
+		return nil
 	}
 	if err := sqlstore.Migrate(ctx, tx, version, migrations, nil); err != nil {
 		return err

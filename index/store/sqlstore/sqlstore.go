@@ -20,7 +20,7 @@ import (
 
 // Tables every dialect creates, with these columns at least:
 //
-//	sites(site PK, host, source, crawled_at)
+//	sites(site PK, host, source, crawled_at, run)
 //	pages(id PK, site, url UNIQUE, status_code, title, description,
 //	      h1, h2, h3, anchors, ext_anchors, fetched_at, lang)
 //	links(source_site, target_site, target_url, ord, anchor)
@@ -125,8 +125,8 @@ func (s *Store) ReplaceSite(ctx context.Context, doc store.SiteDoc) error {
 		if _, _, err := s.deleteSite(ctx, tx, doc.Site); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q("INSERT INTO sites (site, host, source, crawled_at) VALUES (?, ?, ?, ?)"),
-			doc.Site, store.Host(doc.Site), doc.Source, millis(doc.CrawledAt)); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q("INSERT INTO sites (site, host, source, crawled_at, run) VALUES (?, ?, ?, ?, ?)"),
+			doc.Site, store.Host(doc.Site), doc.Source, millis(doc.CrawledAt), doc.Run); err != nil {
 			return fmt.Errorf("insert site: %w", err)
 		}
 		for _, l := range doc.Links {
@@ -154,10 +154,10 @@ func (s *Store) ReplaceSite(ctx context.Context, doc store.SiteDoc) error {
 }
 
 // DeleteSource implements store.Store.
-func (s *Store) DeleteSource(ctx context.Context, source string) (int64, error) {
+func (s *Store) DeleteSource(ctx context.Context, source, keepSite string) (int64, error) {
 	var total int64
 	err := s.write(ctx, "delete source "+source, func(tx *sql.Tx) error {
-		sites, err := s.strings(ctx, tx, "SELECT site FROM sites WHERE source = ?", source)
+		sites, err := s.strings(ctx, tx, "SELECT site FROM sites WHERE source = ? AND site <> ?", source, keepSite)
 		if err != nil {
 			return err
 		}
@@ -309,8 +309,21 @@ func (s *Store) refresh(ctx context.Context, tx *sql.Tx, urls []string) error {
 }
 
 // Sources implements store.Store.
-func (s *Store) Sources(ctx context.Context) ([]string, error) {
-	return s.strings(ctx, s.db, "SELECT DISTINCT source FROM sites ORDER BY source")
+func (s *Store) Sources(ctx context.Context) ([]store.SourceRun, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT source, site, run FROM sites ORDER BY source, site")
+	if err != nil {
+		return nil, fmt.Errorf("list sources: %w", err)
+	}
+	defer rows.Close()
+	var out []store.SourceRun
+	for rows.Next() {
+		var r store.SourceRun
+		if err := rows.Scan(&r.Source, &r.Site, &r.Run); err != nil {
+			return nil, fmt.Errorf("list sources: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 // Sites implements store.Store.

@@ -17,7 +17,7 @@ import (
 // else here is bookkeeping. A new column must be added here on purpose, and
 // a column for page text must never be.
 var storedColumns = map[string][]string{
-	"sites": {"site", "host", "source", "crawled_at"},
+	"sites": {"site", "host", "source", "crawled_at", "run"},
 	"pages": {"id", "site", "url", "status_code", "title", "description", "h1", "h2", "h3",
 		"anchors", "ext_anchors", "fetched_at",
 		"lang"}, // the page's language tag: metadata, never searched

@@ -59,6 +59,7 @@ func Run(t *testing.T, b Backend) {
 		{"NULAndInvalidUTF8", testBadText},
 		{"CrossSiteAnchors", testCrossSiteAnchors},
 		{"DeleteSource", testDeleteSource},
+		{"SourcesWithRuns", testSourcesWithRuns},
 		{"PurgeDomainAndSubdomains", testPurgeDomain},
 		{"SitesAndPages", testSitesAndPages},
 		{"ConcurrentWritersAndReaders", testConcurrent},
@@ -313,7 +314,7 @@ func testCrossSiteAnchors(t *testing.T, s store.Store) {
 		t.Errorf("external anchors of B after A dropped the link = %q", got)
 	}
 	// A deleted: C loses A's text.
-	if _, err := s.DeleteSource(ctx, "ns/a"); err != nil {
+	if _, err := s.DeleteSource(ctx, "ns/a", ""); err != nil {
 		t.Fatal(err)
 	}
 	wantURLs(t, s, "swift")
@@ -323,16 +324,54 @@ func testCrossSiteAnchors(t *testing.T, s store.Store) {
 func testDeleteSource(t *testing.T, s store.Store) {
 	replace(t, s, doc("ns/a", "https://a.example:443", page("https://a.example/", "Otter"), page("https://a.example/2", "Otter 2")))
 	replace(t, s, doc("ns/b", "https://b.example:443", page("https://b.example/", "Otter")))
-	n, err := s.DeleteSource(ctx, "ns/a")
+	n, err := s.DeleteSource(ctx, "ns/a", "")
 	if err != nil || n != 2 {
 		t.Errorf("DeleteSource = %d, %v; want 2", n, err)
 	}
 	wantURLs(t, s, "otter", "https://b.example/")
-	if src, err := s.Sources(ctx); err != nil || !slices.Equal(src, []string{"ns/b"}) {
-		t.Errorf("Sources = %q, %v; want [ns/b]", src, err)
-	}
-	if n, err := s.DeleteSource(ctx, "ns/a"); err != nil || n != 0 {
+	wantSources(t, s, store.SourceRun{Source: "ns/b", Site: "https://b.example:443"})
+	if n, err := s.DeleteSource(ctx, "ns/a", ""); err != nil || n != 0 {
 		t.Errorf("second DeleteSource = %d, %v; want 0, nil", n, err)
+	}
+	// keepSite spares the source's current site: a SiteIndex moved to
+	// another site loses the old one's rows, never the new one's.
+	if n, err := s.DeleteSource(ctx, "ns/b", "https://b.example:443"); err != nil || n != 0 {
+		t.Errorf("DeleteSource keeping the only site = %d, %v; want 0, nil", n, err)
+	}
+	wantURLs(t, s, "otter", "https://b.example/")
+}
+
+// testSourcesWithRuns: the backend tells which run each source's rows come
+// from, in one list, so a starting manager can compare without writing.
+func testSourcesWithRuns(t *testing.T, s store.Store) {
+	if got, err := s.Sources(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("Sources of an empty backend = %v, %v", got, err)
+	}
+	a := doc("ns/a", "https://a.example:443", page("https://a.example/", "Otter"))
+	a.Run = "a-1"
+	replace(t, s, a)
+	b := doc("ns/b", "http://b.example:80")
+	b.Run = "b-7" // a run that indexed nothing is still held
+	replace(t, s, b)
+	wantSources(t, s,
+		store.SourceRun{Source: "ns/a", Site: "https://a.example:443", Run: "a-1"},
+		store.SourceRun{Source: "ns/b", Site: "http://b.example:80", Run: "b-7"})
+	a.Run = "a-2"
+	replace(t, s, a)
+	// The source moves to another site: the old site goes with its run.
+	moved := doc("ns/b", "https://c.example:443", page("https://c.example/", "Heron"))
+	moved.Run = "b-8"
+	replace(t, s, moved)
+	wantSources(t, s,
+		store.SourceRun{Source: "ns/a", Site: "https://a.example:443", Run: "a-2"},
+		store.SourceRun{Source: "ns/b", Site: "https://c.example:443", Run: "b-8"})
+}
+
+func wantSources(t *testing.T, s store.Store, want ...store.SourceRun) {
+	t.Helper()
+	got, err := s.Sources(ctx)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("Sources = %+v, %v; want %+v", got, err, want)
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 func Options(t testing.TB, zone dnstest.Zone) operator.Options {
 	t.Helper()
 	o := operator.Defaults()
-	o.Manager = operator.ManagerOptions{MetricsAddr: "0", ProbeAddr: "0", ResultsAddr: "0"}
+	o.Manager.MetricsAddr, o.Manager.MetricsSecure, o.Manager.ProbeAddr, o.Manager.ResultsAddr = "0", false, "0", "0"
 	o.Pod.Image = "crawler:test"
 	o.Pod.ResultsURL = "http://results.test:8083"
 	o.Index.Storage = "sqlite://" + filepath.Join(t.TempDir(), "index.db")

@@ -1,0 +1,387 @@
+//go:build scale
+
+// The makespan measurement of issue 12: 16 sites on 8 crawl slots, on the
+// dev cluster (a real scheduler, and the node agent running real crawler
+// processes against web sites on loopback), with the manager binary as it
+// ships. It logs figures; it asserts only what must hold whatever the
+// speed: every site crawled once, completely, never more than 8 crawls at
+// once and never more than 4 on one node.
+//
+// Run it alone, the dev cluster being a machine singleton:
+//
+//	flock /tmp/devcluster.lock go test -tags scale -run TestMakespan -v -timeout 20m ./test/scale/
+package scale
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/hack/devcluster/agent"
+	"github.com/lohisoft/crawl-operator/hack/devcluster/cluster"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/testenv"
+)
+
+const (
+	makespanSites    = 16
+	makespanPerNode  = 4 // two egress nodes: 8 slots
+	makespanSlots    = 2 * makespanPerNode
+	makespanPages    = 10
+	makespanRepoRoot = "../.."
+)
+
+// TestMakespan measures, for a 1 s and a 100 ms delay, how long 16 sites
+// take on 8 slots against the ideal.
+//
+// The ideal is ceil(16/8) × T1, where T1 is the time one site of the same
+// shape takes alone on the idle cluster, measured in the same run and the
+// same way: from creating its CrawlTarget to seeing it Ready with the
+// crawl recorded, after one warm-up crawl. It is what perfect packing gives: two waves of eight,
+// each as long as one crawl, with no slot idle between them. The makespan
+// is from creating the first of the 16 CrawlTargets to seeing the last
+// one Ready.
+func TestMakespan(t *testing.T) {
+	testenv.SetLogger()
+	c := startMakespanCluster(t)
+	startMakespanManager(t, c)
+	// One crawl first, not measured: the first one also pays for the
+	// manager's and the node agent's first informers, binaries and index.
+	c.crawlAll(t, "warm-up", []string{startMakespanSite(t, "127.0.3.1")}, 100*time.Millisecond)
+	for i, delay := range []time.Duration{time.Second, 100 * time.Millisecond} {
+		t.Run(fmt.Sprintf("delay %s", delay), func(t *testing.T) {
+			// Each round has hosts of its own: 127.0.<round+1>.x.
+			round := byte(i + 1)
+			alone := startMakespanSite(t, fmt.Sprintf("127.0.%d.100", round))
+			t1 := c.crawlAll(t, fmt.Sprintf("alone-%d", i), []string{alone}, delay)
+
+			var sites []string
+			for s := 0; s < makespanSites; s++ {
+				sites = append(sites, startMakespanSite(t, fmt.Sprintf("127.0.%d.%d", round, s+1)))
+			}
+			makespan := c.crawlAll(t, fmt.Sprintf("wave-%d", i), sites, delay)
+			waves := math.Ceil(float64(makespanSites) / float64(makespanSlots))
+			ideal := time.Duration(waves * float64(t1))
+			t.Logf("delay %s: one site alone %.2fs; %d sites on %d slots: makespan %.2fs, ideal %.0f × %.2fs = %.2fs, ratio %.2f",
+				delay, t1.Seconds(), makespanSites, makespanSlots, makespan.Seconds(), waves, t1.Seconds(), ideal.Seconds(),
+				makespan.Seconds()/ideal.Seconds())
+		})
+	}
+}
+
+type makespanCluster struct {
+	*cluster.Cluster
+	kubeconfig string
+}
+
+func startMakespanCluster(t *testing.T) *makespanCluster {
+	t.Helper()
+	assets := testenv.MustAssets(t, makespanRepoRoot)
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := cluster.Start(ctx, cluster.Options{BinDir: assets, Dir: t.TempDir()})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	crawler := buildMakespanBinary(t, "cmd/crawler")
+	mgr, err := agent.NewManager(c.Config, agent.Options{
+		NodeNames: []string{cluster.DefaultEgressNodes[0].Name, cluster.DefaultEgressNodes[1].Name},
+		Commands:  map[string]string{"crawler": crawler},
+		LogDir:    t.TempDir(),
+	})
+	if err != nil {
+		cancel()
+		c.Stop()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mgr.Start(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		c.Stop()
+	})
+	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(makespanRepoRoot, "config", "crd", "bases")}, ErrorIfPathMissing: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return &makespanCluster{Cluster: c, kubeconfig: c.Kubeconfig}
+}
+
+// startMakespanManager runs the manager binary as it ships, outside the
+// cluster, with 4 crawls per node.
+func startMakespanManager(t *testing.T, c *makespanCluster) {
+	t.Helper()
+	binary := buildMakespanBinary(t, "cmd/manager")
+	results, index, probe := freeMakespanAddr(t), freeMakespanAddr(t), freeMakespanAddr(t)
+	logs, err := os.Create(filepath.Join(t.TempDir(), "manager.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary,
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address="+probe,
+		"--results-bind-address="+results,
+		"--results-url=http://"+results,
+		"--index-bind-address="+index,
+		"--storage=sqlite://"+filepath.Join(t.TempDir(), "index.db"),
+		"--require-egress-fcrdns=false",
+		"--crawler-network-policy=false",
+		"--crawler-image=crawler",
+		"--crawler-allow-private",
+		"--min-crawl-delay=100ms",
+		fmt.Sprintf("--max-crawls-per-node=%d", makespanPerNode),
+	)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logs.Name())
+			t.Logf("manager logs:\n%s", b)
+		}
+	})
+	waitMakespan(t, 60*time.Second, "manager probe", func() error {
+		resp, err := http.Get("http://" + probe + "/readyz?exclude=index")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("readyz: %d", resp.StatusCode)
+		}
+		return nil
+	})
+}
+
+// crawlAll creates one CrawlTarget per site, back to back, and returns the
+// time from the first creation until every one is Ready with its crawl
+// recorded. It fails if more crawls ran at once than there are slots, or
+// on one node than it has slots.
+func (c *makespanCluster) crawlAll(t *testing.T, prefix string, sites []string, delay time.Duration) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix}}
+	if err := c.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i, s := range sites {
+		ct := &crawlv1.CrawlTarget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: fmt.Sprintf("site-%02d", i)},
+			Spec:       crawlv1.CrawlTargetSpec{URL: s + "/", Delay: &metav1.Duration{Duration: delay}},
+		}
+		if err := c.Client.Create(ctx, ct); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var elapsed time.Duration
+	maxRunning := 0
+	// When each crawler Pod was first seen, and first seen finished, from
+	// the start: how long a freed slot sat idle is the gap between them.
+	created, finished := map[string]time.Duration{}, map[string]time.Duration{}
+	waitMakespan(t, 10*time.Minute, prefix+" crawled", func() error {
+		var pods corev1.PodList
+		if err := c.Client.List(ctx, &pods, client.InNamespace(ns.Name)); err != nil {
+			return err
+		}
+		perNode := map[string]int{}
+		running := 0
+		for i := range pods.Items {
+			name := pods.Items[i].Name
+			if _, ok := created[name]; !ok {
+				created[name] = time.Since(start)
+			}
+			if _, ok := finished[name]; !ok && crawlpod.Finished(&pods.Items[i]) {
+				finished[name] = time.Since(start)
+			}
+			if !crawlpod.Finished(&pods.Items[i]) {
+				perNode[pods.Items[i].Annotations[crawlpod.AnnotationEgressNode]]++
+				running++
+			}
+		}
+		maxRunning = max(maxRunning, running)
+		for node, n := range perNode {
+			if n > makespanPerNode {
+				t.Fatalf("%d crawls at once on node %s, more than its %d slots", n, node, makespanPerNode)
+			}
+		}
+		if running > makespanSlots {
+			t.Fatalf("%d crawls at once, more than the %d slots", running, makespanSlots)
+		}
+		var targets crawlv1.CrawlTargetList
+		if err := c.Client.List(ctx, &targets, client.InNamespace(ns.Name)); err != nil {
+			return err
+		}
+		done := 0
+		for _, ct := range targets.Items {
+			ready := meta.FindStatusCondition(ct.Status.Conditions, crawlv1.ConditionReady)
+			if ready != nil && ready.Status == metav1.ConditionTrue && ct.Status.Runs >= 1 {
+				done++
+			}
+		}
+		if done < len(sites) {
+			return fmt.Errorf("%d of %d Ready", done, len(sites))
+		}
+		elapsed = time.Since(start)
+		return nil
+	})
+	var targets crawlv1.CrawlTargetList
+	if err := c.Client.List(ctx, &targets, client.InNamespace(ns.Name)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ct := range targets.Items {
+		if ct.Status.Runs != 1 || ct.Status.PagesIndexed != makespanPages {
+			t.Errorf("%s: %d runs, %d pages; want 1 run of %d pages", ct.Name, ct.Status.Runs, ct.Status.PagesIndexed, makespanPages)
+		}
+	}
+	t.Logf("%s: %d sites Ready after %.2fs, at most %d crawls at once", prefix, len(sites), elapsed.Seconds(), maxRunning)
+	logSlotGaps(t, created, finished)
+	if len(created) == 1 {
+		for name, c := range created {
+			t.Logf("%s: its crawler Pod lived %.2fs", prefix, (finished[name] - c).Seconds())
+		}
+	}
+	return elapsed
+}
+
+// logSlotGaps logs, for the Pods that started once the first wave filled
+// every slot, how long after the n-th crawl ended the n-th of them was
+// created (to the 50 ms of the polling).
+func logSlotGaps(t *testing.T, created, finished map[string]time.Duration) {
+	t.Helper()
+	if len(created) <= makespanSlots {
+		return
+	}
+	var starts, ends []time.Duration
+	for _, d := range created {
+		starts = append(starts, d)
+	}
+	for _, d := range finished {
+		ends = append(ends, d)
+	}
+	slices.Sort(starts)
+	slices.Sort(ends)
+	later := starts[makespanSlots:]
+	var sum, worst time.Duration
+	for i, s := range later {
+		gap := s - ends[i]
+		sum += gap
+		worst = max(worst, gap)
+	}
+	// How long a crawler Pod lived: on two shared cores, eight crawls at
+	// once each take longer than one alone, which no queue can help.
+	var life time.Duration
+	for name, c := range created {
+		life += finished[name] - c
+	}
+	t.Logf("first wave created by %.2fs; a freed slot took on average %.2fs (at most %.2fs) to get its next Pod; a crawler Pod lived %.2fs on average",
+		starts[makespanSlots-1].Seconds(), (sum / time.Duration(len(later))).Seconds(), worst.Seconds(),
+		(life / time.Duration(len(created))).Seconds())
+}
+
+// startMakespanSite serves makespanPages linked pages on ip (a host of its
+// own: the operator never crawls one host twice at once) and returns its
+// base URL.
+func startMakespanSite(t *testing.T, ip string) string {
+	t.Helper()
+	l, err := net.Listen("tcp4", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			fmt.Fprint(w, "User-agent: *\nAllow: /\n")
+			return
+		}
+		n := 0
+		if r.URL.Path != "/" {
+			if _, err := fmt.Sscanf(r.URL.Path, "/page-%d", &n); err != nil || n <= 0 || n >= makespanPages {
+				http.NotFound(w, r)
+				return
+			}
+		}
+		next := "/"
+		if n+1 < makespanPages {
+			next = fmt.Sprintf("/page-%d", n+1)
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<html><head><title>Page %d of %s</title></head><body><h1>Page %d</h1><a href="%s">next</a></body></html>`,
+			n, ip, n, next)
+	})}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = srv.Serve(l)
+	}()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		wg.Wait()
+	})
+	return "http://" + l.Addr().String()
+}
+
+func buildMakespanBinary(t *testing.T, pkg string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
+	cmd.Dir = makespanRepoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+func freeMakespanAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// waitMakespan polls check every 50 ms until it returns nil, failing the
+// test after timeout.
+func waitMakespan(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %s: %v", what, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

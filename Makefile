@@ -81,6 +81,13 @@ SCALE_PHASE_TIMEOUT ?= 15m
 scale: k8s-bin build ## Run the scale benchmark (test/scale) for each SCALE_N (default 1000 5000 20000) CrawlTargets; table in bin/scale-report.md, figures in docs/scale.md.
 	SCALE_N="$(SCALE_N)" SCALE_PHASE_TIMEOUT=$(SCALE_PHASE_TIMEOUT) go test -tags scale -count=1 -timeout 6h -v ./test/scale
 
+.PHONY: bench-search bench-search-clean
+bench-search: ## Search p50/p99 on 1,000,000 pages, SQLite then PostgreSQL (the first run builds the corpus: about 1 h each here; BENCH1M_DIR, BENCH1M_ROUNDS).
+	go test -tags bench1m -count=1 -p 1 -run 'TestSearch1M$$' -v -timeout 4h ./index/store/sqlite/ ./index/store/postgres/
+
+bench-search-clean: ## Remove bench-search's cached corpus (the SQLite file and the PostgreSQL schema).
+	go test -tags bench1m -count=1 -p 1 -run 'TestDrop1M$$' -v ./index/store/sqlite/ ./index/store/postgres/
+
 ##@ Run
 
 REAL_NODE ?=

@@ -646,7 +646,18 @@ func (c *crawler) page(u *url.URL, resp *fetch.Response) {
 			H3: headings(p.H3),
 		},
 		FetchedAt: resp.Started.UTC(),
+		Lang:      pageLang(p.Lang, resp.Header.Get("Content-Language")),
 	})
+}
+
+// pageLang is the page's own <html lang> when it is a valid tag, else the
+// server's Content-Language: the page knows its language better than a
+// server default does.
+func pageLang(htmlLang, contentLanguage string) string {
+	if l := runreport.Lang(htmlLang); l != "" {
+		return l
+	}
+	return runreport.Lang(contentLanguage)
 }
 
 // sniffType is http.DetectContentType, which takes a page with a UTF-16

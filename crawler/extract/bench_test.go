@@ -52,6 +52,9 @@ func goqueryExtract(r io.Reader, contentType string) (*Page, error) {
 	}
 	p := &Page{H1: []string{}, H2: []string{}, H3: []string{}}
 	p.Title = clean(doc.Find("head title").First().Text())
+	if l, ok := doc.Find("html").First().Attr("lang"); ok {
+		p.Lang = l[:min(len(l), MaxLangLen)]
+	}
 	doc.Find("meta").EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		if n, _ := s.Attr("name"); strings.EqualFold(n, "description") {
 			c, _ := s.Attr("content")

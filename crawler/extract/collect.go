@@ -690,6 +690,7 @@ func (b *builder) deleteSubtree(id nodeID) {
 func (b *builder) finish(p *Page) {
 	b.settle(true)
 	p.Title = b.title
+	p.Lang = string(b.lang)
 	for k := range b.heads {
 		list := make([]string, 0, min(len(b.heads[k]), MaxHeadings))
 		for _, h := range b.heads[k] {

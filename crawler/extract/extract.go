@@ -26,6 +26,9 @@ const (
 	MaxTextLen  = 512  // bytes kept of a title, description, heading or anchor text
 	MaxHeadings = 50   // per level
 	MaxLinks    = 2000 // links kept per page
+	// MaxLangLen is what is kept of a lang attribute: more than any
+	// valid tag the index keeps, so an over-long one stays over-long.
+	MaxLangLen = 64
 )
 
 // Page is what one HTML page yields.
@@ -40,6 +43,10 @@ type Page struct {
 	// Robots holds the page's <meta name="robots"> directives (and those of
 	// a meta tag named after the crawler's product token).
 	Robots Directives
+	// Lang is the lang attribute of the root element, from the first
+	// <html> tag that has one, as written (cut to MaxLangLen);
+	// runreport.Lang judges it.
+	Lang string
 }
 
 // Link is an <a href> with its text (or its image's alt text when the link

@@ -78,6 +78,13 @@ func referencePage(doc []byte) (p *Page, linksOK bool, err error) {
 		tree, linksOK = marked, true
 	}
 	p = &Page{H1: []string{}, H2: []string{}, H3: []string{}}
+	if root := child(tree, "html"); root != nil {
+		for _, a := range root.Attr {
+			if a.Namespace == "" && a.Key == "lang" {
+				p.Lang = a.Val[:min(len(a.Val), MaxLangLen)]
+			}
+		}
+	}
 	for h := child(child(tree, "html"), "head"); h != nil; h = nil {
 		if t := child(h, "title"); t != nil {
 			var b strings.Builder

@@ -170,6 +170,9 @@ func comparePages(got, ref *Page, links bool) string {
 			d = append(d, fmt.Sprintf("%s %q, html.Parse %q", h.name, h.got, h.want))
 		}
 	}
+	if got.Lang != ref.Lang {
+		d = append(d, fmt.Sprintf("lang %q, html.Parse %q", got.Lang, ref.Lang))
+	}
 	if links && !sameLinks(got.Links, ref.Links) {
 		d = append(d, fmt.Sprintf("links %+v, html.Parse %+v", got.Links, ref.Links))
 	}

@@ -335,6 +335,11 @@ type builder struct {
 	// open counts the HTML elements on the stack per countedSlot.
 	open [countedSlots]int32
 
+	// lang is the root element's lang attribute (cut to MaxLangLen), set
+	// by the first <html> tag that has one, as html.Parse merges them.
+	lang     []byte
+	langSeen bool
+
 	collectState
 }
 
@@ -353,7 +358,19 @@ func (b *builder) reset(z *html.Tokenizer) {
 	b.openTables = 0
 	b.work, b.consumed = 0, 0
 	b.open = [countedSlots]int32{}
+	b.lang, b.langSeen = b.lang[:0], false
 	b.collectState.reset()
+}
+
+// htmlAttrs takes the attributes of an <html> tag that reaches the root
+// element (copyAttributes in x/net/html, for the one attribute kept).
+func (b *builder) htmlAttrs() {
+	if b.langSeen {
+		return
+	}
+	if v, ok := b.attrVal("lang"); ok {
+		b.lang, b.langSeen = append(b.lang[:0], v[:min(len(v), MaxLangLen)]...), true
+	}
 }
 
 // ---- token input -------------------------------------------------------
@@ -1568,6 +1585,7 @@ func (b *builder) beforeHTMLIM() bool {
 		}
 	case html.StartTagToken:
 		if b.tok.atom == a.Html {
+			b.htmlAttrs()
 			b.addElement()
 			b.root = b.topOrNone()
 			b.nodes[b.root].flags |= fPinned | fFixed
@@ -1812,6 +1830,7 @@ func (b *builder) inBodyIM() bool {
 			if b.containsTemplate() {
 				return true
 			}
+			b.htmlAttrs()
 		case a.Base, a.Basefont, a.Bgsound, a.Link, a.Meta, a.Noframes, a.Script, a.Style, a.Template, a.Title:
 			return b.inHeadIM()
 		case a.Body:

@@ -49,6 +49,10 @@ type Page struct {
 	Headings       Headings  `json:"headings"`
 	InboundAnchors []string  `json:"inboundAnchors"`
 	FetchedAt      time.Time `json:"fetchedAt"`
+	// Lang is the page's language tag (Lang), lower-case, or "" when the
+	// page declares none that is valid. Metadata: it picks the stemmer
+	// and is never searched as text.
+	Lang string `json:"lang,omitempty"`
 }
 
 // Headings are the h1–h3 texts in document order.

@@ -174,7 +174,8 @@ func (h *Handler) search(_ http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	out := SearchResponse{Query: q, Results: make([]SearchResult, len(res))}
 	for i, x := range res {
-		out.Results[i] = SearchResult(x)
+		// Only these fields: the API's JSON shape stays as published.
+		out.Results[i] = SearchResult{URL: x.URL, Title: x.Title, Description: x.Description, Site: x.Site}
 	}
 	return out, nil
 }
@@ -269,6 +270,8 @@ type Page struct {
 	// site and from others.
 	InboundAnchors []string   `json:"inboundAnchors"`
 	FetchedAt      *time.Time `json:"fetchedAt,omitempty"`
+	// Lang is the page's language tag, when it declared one.
+	Lang string `json:"lang,omitempty"`
 }
 
 // Headings are a page's h1–h3 texts.
@@ -314,6 +317,7 @@ func (h *Handler) pages(_ http.ResponseWriter, r *http.Request) (any, error) {
 			Headings:       Headings{H1: list(p.H1), H2: list(p.H2), H3: list(p.H3)},
 			InboundAnchors: list(append(append([]string{}, p.Anchors...), p.ExternalAnchors...)),
 			FetchedAt:      timeOrNil(p.FetchedAt),
+			Lang:           p.Lang,
 		}
 	}
 	return out, nil

@@ -35,7 +35,7 @@ func newHandler(t testing.TB) *Handler {
 			Title: fmt.Sprintf("Otter %d", i), Description: "About otters", FetchedAt: t0})
 	}
 	b := store.SiteDoc{Source: "ns/b", Site: "https://b.example:443", Pages: []store.Page{{
-		URL: "https://b.example/", StatusCode: 200, Title: "Beavers", H1: []string{"Dams"}, H2: []string{"Lodges"},
+		URL: "https://b.example/", StatusCode: 200, Title: "Beavers", Lang: "en", H1: []string{"Dams"}, H2: []string{"Lodges"},
 		Anchors: []string{"home"},
 	}}}
 	for _, d := range []store.SiteDoc{a, b} {
@@ -154,7 +154,7 @@ func TestPages(t *testing.T) {
 		}
 		var got PagesResponse
 		decode(t, rec, &got)
-		want := Page{URL: "https://b.example/", Site: "https://b.example:443", StatusCode: 200, Title: "Beavers",
+		want := Page{URL: "https://b.example/", Site: "https://b.example:443", StatusCode: 200, Title: "Beavers", Lang: "en",
 			Headings:       Headings{H1: []string{"Dams"}, H2: []string{"Lodges"}, H3: []string{}},
 			InboundAnchors: []string{"home", "beaver lodge"}}
 		if got.Host != "b.example" || len(got.Pages) != 1 || fmt.Sprintf("%+v", got.Pages[0]) != fmt.Sprintf("%+v", want) {

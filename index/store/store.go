@@ -71,6 +71,9 @@ type Page struct {
 	// ignored.
 	ExternalAnchors []string
 	FetchedAt       time.Time
+	// Lang is the page's language tag, lower-case ("en", "nl-be"), or ""
+	// when unknown. It picks the stemmer; it is metadata, never searched.
+	Lang string
 }
 
 // Link is a link from a site to a page of another site, with its texts.
@@ -138,6 +141,7 @@ type Result struct {
 	Title       string
 	Description string
 	Site        string
+	Lang        string
 }
 
 // SourceRun is what the backend holds of one source: its site and the run
@@ -207,6 +211,7 @@ func (d SiteDoc) Clean() SiteDoc {
 		p.URL, p.Title, p.Description = cleanText(p.URL), cleanText(p.Title), cleanText(p.Description)
 		p.H1, p.H2, p.H3 = cleanList(p.H1), cleanList(p.H2), cleanList(p.H3)
 		p.Anchors, p.ExternalAnchors = cleanList(p.Anchors), nil
+		p.Lang = cleanLang(p.Lang)
 		out.Pages[i] = p
 	}
 	out.Links = make([]Link, len(d.Links))
@@ -218,6 +223,21 @@ func (d SiteDoc) Clean() SiteDoc {
 
 func cleanText(s string) string {
 	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+}
+
+// MaxLangLength is the longest language tag kept (RFC 5646 §4.4.1 asks
+// for 35 characters at least).
+const MaxLangLength = 35
+
+// cleanLang keeps a tag only if it is made of ASCII letters, digits and
+// hyphens and not over-long: callers validate tags already (runreport),
+// this only guards the column.
+func cleanLang(s string) string {
+	s = strings.ToLower(s)
+	if len(s) > MaxLangLength || strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+		return ""
+	}
+	return s
 }
 
 func cleanList(l []string) []string {

@@ -29,16 +29,6 @@ func TestWordsAndTerms(t *testing.T) {
 	}
 }
 
-func TestDocumentOf(t *testing.T) {
-	got := DocumentOf(Page{Title: "Otter, Habitats!", Description: "Where they live.",
-		H1: []string{"One"}, H2: []string{"Two"}, H3: []string{"Three four"},
-		Anchors: []string{"home"}, ExternalAnchors: []string{"their page"}})
-	want := Document{Title: "otter habitats", Headings: "one two three four", Anchors: "home their page", Description: "where they live"}
-	if got != want {
-		t.Errorf("DocumentOf = %+v, want %+v", got, want)
-	}
-}
-
 func TestMergeAnchors(t *testing.T) {
 	got := MergeAnchors([]string{"home"}, []string{"home", "a", "", "b", "a"})
 	if !reflect.DeepEqual(got, []string{"a", "b"}) {

@@ -64,6 +64,7 @@ func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, no
 			H2:          runreport.CutAll(p.Headings.H2, runreport.MaxHeadingsPerLevel, runreport.MaxHeadingLength),
 			H3:          runreport.CutAll(p.Headings.H3, runreport.MaxHeadingsPerLevel, runreport.MaxHeadingLength),
 			Anchors:     runreport.CutAll(p.InboundAnchors, runreport.MaxInboundAnchors, runreport.MaxAnchorLength),
+			Lang:        runreport.Lang(p.Lang),
 		}
 		if fetched != nil {
 			page.FetchedAt = fetched.Time

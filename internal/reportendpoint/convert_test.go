@@ -102,6 +102,25 @@ func TestConvert(t *testing.T) {
 			},
 		},
 		{
+			name:     "language tags: valid ones lower-cased, anything else dropped",
+			maxPages: 20,
+			rep: runreport.Report{Result: runreport.Crawl{Pages: []runreport.Page{
+				{URL: "https://example.com/1", Lang: "SK"},
+				{URL: "https://example.com/2", Lang: `it"><img src=x>`},
+				{URL: "https://example.com/3", Lang: strings.Repeat("en-us", 1000)},
+				{URL: "https://example.com/4", Lang: "nl-BE"},
+			}}},
+			check: func(t *testing.T, _ crawlv1.SiteIndexStatus, doc store.SiteDoc) {
+				var got []string
+				for _, p := range doc.Pages {
+					got = append(got, p.Lang)
+				}
+				if strings.Join(got, ",") != "sk,,,nl-be" {
+					t.Errorf("langs = %q, want [sk, , , nl-be]", got)
+				}
+			},
+		},
+		{
 			name:     "off-site links of a progress report are not kept",
 			maxPages: 20,
 			rep: runreport.Report{Result: runreport.Crawl{OffSiteLinks: []runreport.OffSiteLink{

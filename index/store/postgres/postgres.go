@@ -1,6 +1,5 @@
 // Package postgres is the production search backend: PostgreSQL through
-// github.com/jackc/pgx/v5, searched with a weighted tsvector (title A,
-// headings B, link texts C, description D).
+// github.com/jackc/pgx/v5, searched with sqlstore's postings.
 package postgres
 
 import (
@@ -12,7 +11,6 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 
-	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/index/store/sqlstore"
 )
 
@@ -66,7 +64,24 @@ var migrations = []string{
 	// again. Rows from before this migration have none; the syncer takes
 	// those as held (their next crawl records its run).
 	`ALTER TABLE sites ADD COLUMN run text NOT NULL DEFAULT '';`,
+	// Page languages, and the shared postings index (sqlstore) in place of
+	// the tsvector; Open fills it from the pages (sqlstore.Reindex). Terms
+	// are only compared for equality, so the C collation, the cheapest.
+	`ALTER TABLE pages ADD COLUMN lang text NOT NULL DEFAULT '';
+	DROP INDEX pages_search;
+	ALTER TABLE pages DROP COLUMN search;
+	CREATE TABLE postings (
+		term    text COLLATE "C" NOT NULL,
+		page_id bigint NOT NULL,
+		score   integer NOT NULL,
+		PRIMARY KEY (page_id, term)
+	);
+	CREATE INDEX postings_term ON postings (term, score DESC, page_id);`,
 }
+
+// postingsVersion is the first schema version with postings: a database
+// migrated from before it is reindexed.
+const postingsVersion = 3
 
 // Open connects to the database of dsn (a postgres:// URL or key=value
 // string as pgx accepts it) and brings its schema up to date. The tables go
@@ -113,6 +128,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}); err != nil {
 		return err
 	}
+	if version < postingsVersion {
+		if err := sqlstore.Reindex(ctx, tx, dialect{}); err != nil {
+			return err
+		}
+	}
 	return tx.Commit()
 }
 
@@ -147,47 +167,3 @@ func (dialect) LockWrites(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(lockKey))
 	return err
 }
-
-// searchVector weights the four parts of a document given as parameters
-// $n..$n+3.
-func searchVector(n int) string {
-	return fmt.Sprintf(`setweight(to_tsvector('simple', $%d), 'A') || setweight(to_tsvector('simple', $%d), 'B') || `+
-		`setweight(to_tsvector('simple', $%d), 'C') || setweight(to_tsvector('simple', $%d), 'D')`, n, n+1, n+2, n+3)
-}
-
-var insertPage = "INSERT INTO pages (" + sqlstore.PageColumns + ", search) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, " +
-	searchVector(12) + ")"
-
-func (dialect) InsertPage(ctx context.Context, tx *sql.Tx, row sqlstore.Row, doc store.Document) error {
-	_, err := tx.ExecContext(ctx, insertPage, append(row.Args(), doc.Title, doc.Headings, doc.Anchors, doc.Description)...)
-	return err
-}
-
-var updateAnchors = "UPDATE pages SET ext_anchors = $1, search = " + searchVector(3) + " WHERE id = $2"
-
-func (dialect) UpdateExternalAnchors(ctx context.Context, tx *sql.Tx, id int64, ext string, doc store.Document) error {
-	_, err := tx.ExecContext(ctx, updateAnchors, ext, id, doc.Title, doc.Headings, doc.Anchors, doc.Description)
-	return err
-}
-
-func (dialect) DeletePages(ctx context.Context, tx *sql.Tx, site string) (int64, error) {
-	res, err := tx.ExecContext(ctx, "DELETE FROM pages WHERE site = $1", site)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-// SearchQuery ranks with ts_rank's default weights (A 1.0, B 0.4, C 0.2,
-// D 0.1); ties are ordered by URL.
-func (dialect) SearchQuery() string {
-	return `SELECT url, title, description, site
-		FROM pages, plainto_tsquery('simple', $1) query
-		WHERE search @@ query
-		ORDER BY ts_rank(search, query) DESC, url
-		LIMIT $2`
-}
-
-// MatchArg joins the terms with spaces; plainto_tsquery ANDs them and knows
-// no operators, so nothing in them is syntax.
-func (dialect) MatchArg(terms []string) string { return strings.Join(terms, " ") }

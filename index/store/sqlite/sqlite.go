@@ -1,5 +1,5 @@
-// Package sqlite is the embedded search backend: one SQLite file, searched
-// with FTS5, through modernc.org/sqlite (pure Go, no cgo).
+// Package sqlite is the embedded search backend: one SQLite file, through
+// modernc.org/sqlite (pure Go, no cgo), searched with sqlstore's postings.
 package sqlite
 
 import (
@@ -7,11 +7,9 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
-	"strings"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
-	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/index/store/sqlstore"
 )
 
@@ -64,7 +62,22 @@ var migrations = []string{
 	// again. Rows from before this migration have none; the syncer takes
 	// those as held (their next crawl records its run).
 	`ALTER TABLE sites ADD COLUMN run TEXT NOT NULL DEFAULT '';`,
+	// Page languages, and the shared postings index (sqlstore) in place of
+	// FTS5; Open fills it from the pages (sqlstore.Reindex).
+	`ALTER TABLE pages ADD COLUMN lang TEXT NOT NULL DEFAULT '';
+	CREATE TABLE postings (
+		term    TEXT NOT NULL,
+		page_id INTEGER NOT NULL,
+		score   INTEGER NOT NULL,
+		PRIMARY KEY (page_id, term)
+	) WITHOUT ROWID;
+	CREATE INDEX postings_term ON postings (term, score DESC, page_id);
+	DROP TABLE pages_fts;`,
 }
+
+// postingsVersion is the first schema version with postings: a database
+// migrated from before it is reindexed.
+const postingsVersion = 3
 
 // Open opens (creating if needed) the database file at path and brings its
 // schema up to date.
@@ -76,6 +89,10 @@ func Open(ctx context.Context, path string) (*sqlstore.Store, error) {
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	// 32 MiB of page cache per connection rather than 2: writing a site
+	// touches the postings index in many places, and a small cache spills
+	// to the file in the middle of the transaction.
+	q.Add("_pragma", "cache_size(-32768)")
 	// Writers take the lock when they begin, not when they first write, so
 	// two writers never deadlock upgrading read locks.
 	q.Set("_txlock", "immediate")
@@ -108,6 +125,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if err := sqlstore.Migrate(ctx, tx, version, migrations, nil); err != nil {
 		return err
 	}
+	if version < postingsVersion {
+		if err := sqlstore.Reindex(ctx, tx, dialect{}); err != nil {
+			return err
+		}
+	}
 	// PRAGMA takes no bound parameters; the value is our own integer.
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
 		return fmt.Errorf("record schema version: %w", err)
@@ -122,60 +144,3 @@ func (dialect) Rebind(q string) string { return q }
 // LockWrites does nothing: every transaction begins IMMEDIATE, which
 // already admits one writer at a time.
 func (dialect) LockWrites(context.Context, *sql.Tx) error { return nil }
-
-func (dialect) InsertPage(ctx context.Context, tx *sql.Tx, row sqlstore.Row, doc store.Document) error {
-	var id int64
-	if err := tx.QueryRowContext(ctx, "INSERT INTO pages ("+sqlstore.PageColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-		row.Args()...).Scan(&id); err != nil {
-		return err
-	}
-	return writeDoc(ctx, tx, id, doc)
-}
-
-func (dialect) UpdateExternalAnchors(ctx context.Context, tx *sql.Tx, id int64, ext string, doc store.Document) error {
-	if _, err := tx.ExecContext(ctx, "UPDATE pages SET ext_anchors = ? WHERE id = ?", ext, id); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM pages_fts WHERE rowid = ?", id); err != nil {
-		return err
-	}
-	return writeDoc(ctx, tx, id, doc)
-}
-
-func writeDoc(ctx context.Context, tx *sql.Tx, id int64, doc store.Document) error {
-	_, err := tx.ExecContext(ctx, "INSERT INTO pages_fts (rowid, title, headings, anchors, description) VALUES (?, ?, ?, ?, ?)",
-		id, doc.Title, doc.Headings, doc.Anchors, doc.Description)
-	return err
-}
-
-func (dialect) DeletePages(ctx context.Context, tx *sql.Tx, site string) (int64, error) {
-	if _, err := tx.ExecContext(ctx, "DELETE FROM pages_fts WHERE rowid IN (SELECT id FROM pages WHERE site = ?)", site); err != nil {
-		return 0, err
-	}
-	res, err := tx.ExecContext(ctx, "DELETE FROM pages WHERE site = ?", site)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-// SearchQuery ranks with BM25, weighting the columns title, headings,
-// anchors, description as 10, 4, 2, 1 (the rank configured in the
-// migration). The best rows are picked inside FTS5 before the join, so a
-// word on most pages does not join every page; ties are ordered by URL.
-func (dialect) SearchQuery() string {
-	return `SELECT p.url, p.title, p.description, p.site
-		FROM (SELECT rowid, rank FROM pages_fts WHERE pages_fts MATCH ?1 ORDER BY rank LIMIT ?2) hit
-		JOIN pages p ON p.id = hit.rowid
-		ORDER BY hit.rank, p.url`
-}
-
-// MatchArg quotes every term, so it is a plain string to FTS5 whatever it
-// contains; juxtaposed strings must all match.
-func (dialect) MatchArg(terms []string) string {
-	quoted := make([]string, len(terms))
-	for i, t := range terms {
-		quoted[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
-	}
-	return strings.Join(quoted, " ")
-}

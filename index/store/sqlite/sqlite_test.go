@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -48,6 +49,41 @@ func TestMigrationsAreIdempotent(t *testing.T) {
 			t.Errorf("user_version = %d, %v; want %d", v, err, len(migrations))
 		}
 		s.Close()
+	}
+}
+
+// TestUpgradeFromFTS5 opens a file the previous schema wrote (one
+// migration, FTS5) and finds its pages through the postings the upgrade
+// built.
+func TestUpgradeFromFTS5(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "index.db")
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		migrations[0],
+		"PRAGMA user_version = 1",
+		`INSERT INTO sites VALUES ('https://a.example:443', 'a.example', 'ns/a', NULL)`,
+		`INSERT INTO pages (id, site, url, status_code, title, description, h1, h2, h3, anchors, ext_anchors)
+			VALUES (1, 'https://a.example:443', 'https://a.example/', 200, 'Káva', '', '[]', '[]', '[]', '["otter den"]', '[]')`,
+		`INSERT INTO pages_fts (rowid, title, headings, anchors, description) VALUES (1, 'káva', '', 'otter den', '')`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, q := range []string{"kava", "otter"} {
+		if res, err := s.Search(ctx, q, 10); err != nil || len(res) != 1 || res[0].URL != "https://a.example/" {
+			t.Errorf("after upgrade, Search(%q) = %+v, %v", q, res, err)
+		}
 	}
 }
 

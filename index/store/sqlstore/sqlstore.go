@@ -1,7 +1,7 @@
 // Package sqlstore implements store.Store over database/sql. The SQLite and
 // PostgreSQL backends share its tables and its logic (replacing a site,
-// cross-site anchors, purges) and differ only in a Dialect: placeholders,
-// how a page's search document is written, and the search query.
+// cross-site anchors, purges, the postings index and search) and differ
+// only in a Dialect: placeholders and how writers are serialised.
 package sqlstore
 
 import (
@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/lohisoft/crawl-operator/index/store"
@@ -21,11 +22,15 @@ import (
 //
 //	sites(site PK, host, source, crawled_at, run)
 //	pages(id PK, site, url UNIQUE, status_code, title, description,
-//	      h1, h2, h3, anchors, ext_anchors, fetched_at)
+//	      h1, h2, h3, anchors, ext_anchors, fetched_at, lang)
 //	links(source_site, target_site, target_url, ord, anchor)
+//	postings(term, page_id, score) PK (page_id, term),
+//	      index (term, score DESC, page_id)
 //
 // Lists are JSON arrays in text columns; times are Unix milliseconds, NULL
-// when unknown.
+// when unknown. postings is the search index (store.Postings): the same
+// rows in both engines, searched by the same code (search.go), so both
+// answer every query alike.
 
 // Dialect is what differs between database engines.
 type Dialect interface {
@@ -34,21 +39,6 @@ type Dialect interface {
 	// LockWrites serialises writers for the rest of tx where the engine
 	// does not already.
 	LockWrites(ctx context.Context, tx *sql.Tx) error
-	// InsertPage writes one row of pages (columns in Row order) and its
-	// search document.
-	InsertPage(ctx context.Context, tx *sql.Tx, row Row, doc store.Document) error
-	// UpdateExternalAnchors sets ext_anchors of page id and rewrites its
-	// search document.
-	UpdateExternalAnchors(ctx context.Context, tx *sql.Tx, id int64, extAnchors string, doc store.Document) error
-	// DeletePages removes the pages of a site with their search documents
-	// and returns how many there were.
-	DeletePages(ctx context.Context, tx *sql.Tx, site string) (int64, error)
-	// SearchQuery selects url, title, description, site of the best
-	// matches of the first argument (MatchArg's result), limited by the
-	// second.
-	SearchQuery() string
-	// MatchArg renders query terms (store.Terms) for SearchQuery.
-	MatchArg(terms []string) string
 }
 
 // Row is a page as stored, in column order.
@@ -58,20 +48,23 @@ type Row struct {
 	Title, Description       string
 	H1, H2, H3, Anchors, Ext string // JSON arrays
 	FetchedAt                sql.NullInt64
+	Lang                     string
 }
 
 // Args returns the row's values in column order.
 func (r Row) Args() []any {
-	return []any{r.Site, r.URL, r.StatusCode, r.Title, r.Description, r.H1, r.H2, r.H3, r.Anchors, r.Ext, r.FetchedAt}
+	return []any{r.Site, r.URL, r.StatusCode, r.Title, r.Description, r.H1, r.H2, r.H3, r.Anchors, r.Ext, r.FetchedAt, r.Lang}
 }
 
 // PageColumns names the columns of Row, in order.
-const PageColumns = "site, url, status_code, title, description, h1, h2, h3, anchors, ext_anchors, fetched_at"
+const PageColumns = "site, url, status_code, title, description, h1, h2, h3, anchors, ext_anchors, fetched_at, lang"
 
 // Store is a store.Store on one database.
 type Store struct {
 	db *sql.DB
 	d  Dialect
+	// firstBound overrides the constant when not 0 (SetFirstBound).
+	firstBound atomic.Int64
 }
 
 // New wraps an open, migrated database.
@@ -152,7 +145,7 @@ func (s *Store) ReplaceSite(ctx context.Context, doc store.SiteDoc) error {
 		}
 		for _, p := range doc.Pages {
 			p.ExternalAnchors = store.MergeAnchors(p.Anchors, ext[p.URL])
-			if err := s.d.InsertPage(ctx, tx, rowOf(doc.Site, p), store.DocumentOf(p)); err != nil {
+			if err := s.insertPage(ctx, tx, doc.Site, p); err != nil {
 				return fmt.Errorf("insert page %s: %w", p.URL, err)
 			}
 		}
@@ -249,7 +242,7 @@ func (s *Store) deleteSite(ctx context.Context, tx *sql.Tx, st string) ([]string
 	if err != nil {
 		return nil, 0, err
 	}
-	n, err := s.d.DeletePages(ctx, tx, st)
+	n, err := s.deletePages(ctx, tx, st)
 	if err != nil {
 		return nil, 0, fmt.Errorf("delete pages of %s: %w", st, err)
 	}
@@ -308,7 +301,7 @@ func (s *Store) refresh(ctx context.Context, tx *sql.Tx, urls []string) error {
 			return err
 		}
 		p.ExternalAnchors = store.MergeAnchors(p.Anchors, ext)
-		if err := s.d.UpdateExternalAnchors(ctx, tx, id, jsonList(p.ExternalAnchors), store.DocumentOf(p)); err != nil {
+		if err := s.updateExternalAnchors(ctx, tx, id, p); err != nil {
 			return fmt.Errorf("update anchors of %s: %w", u, err)
 		}
 	}
@@ -327,34 +320,6 @@ func (s *Store) Sources(ctx context.Context) ([]store.SourceRun, error) {
 		var r store.SourceRun
 		if err := rows.Scan(&r.Source, &r.Site, &r.Run); err != nil {
 			return nil, fmt.Errorf("list sources: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-// Search implements store.Store.
-func (s *Store) Search(ctx context.Context, query string, limit int) ([]store.Result, error) {
-	if err := store.CheckLimit(limit); err != nil {
-		return nil, err
-	}
-	if len(query) > store.MaxQueryLength {
-		return nil, fmt.Errorf("%w: query is longer than %d bytes", store.ErrBadQuery, store.MaxQueryLength)
-	}
-	terms := store.Terms(query)
-	if len(terms) == 0 {
-		return []store.Result{}, nil
-	}
-	rows, err := s.db.QueryContext(ctx, s.d.SearchQuery(), s.d.MatchArg(terms), limit)
-	if err != nil {
-		return nil, fmt.Errorf("search %q: %w", terms, err)
-	}
-	defer rows.Close()
-	out := []store.Result{}
-	for rows.Next() {
-		var r store.Result
-		if err := rows.Scan(&r.URL, &r.Title, &r.Description, &r.Site); err != nil {
-			return nil, fmt.Errorf("search %q: %w", terms, err)
 		}
 		out = append(out, r)
 	}
@@ -460,16 +425,16 @@ func rowOf(st string, p store.Page) Row {
 		Site: st, URL: p.URL, StatusCode: p.StatusCode, Title: p.Title, Description: p.Description,
 		H1: jsonList(p.H1), H2: jsonList(p.H2), H3: jsonList(p.H3),
 		Anchors: jsonList(p.Anchors), Ext: jsonList(p.ExternalAnchors),
-		FetchedAt: millis(p.FetchedAt),
+		FetchedAt: millis(p.FetchedAt), Lang: p.Lang,
 	}
 }
 
 func (r *Row) dest() []any {
-	return []any{&r.Site, &r.URL, &r.StatusCode, &r.Title, &r.Description, &r.H1, &r.H2, &r.H3, &r.Anchors, &r.Ext, &r.FetchedAt}
+	return []any{&r.Site, &r.URL, &r.StatusCode, &r.Title, &r.Description, &r.H1, &r.H2, &r.H3, &r.Anchors, &r.Ext, &r.FetchedAt, &r.Lang}
 }
 
 func (r Row) page() (store.Page, error) {
-	p := store.Page{URL: r.URL, StatusCode: r.StatusCode, Title: r.Title, Description: r.Description, FetchedAt: fromMillis(r.FetchedAt)}
+	p := store.Page{URL: r.URL, StatusCode: r.StatusCode, Title: r.Title, Description: r.Description, FetchedAt: fromMillis(r.FetchedAt), Lang: r.Lang}
 	for _, l := range []struct {
 		col string
 		dst *[]string

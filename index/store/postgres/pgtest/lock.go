@@ -41,6 +41,12 @@ func holdShared(t testing.TB) {
 	t.Cleanup(func() { f.Close() }) // closing releases the lock
 }
 
+// Hold keeps tests that stop the server (ControlServer) waiting for t's
+// duration, as Schema does: for a test that uses a schema of its own
+// making, such as the cached benchmark corpus. Hold it only for a short
+// t: those tests give up after 10 minutes.
+func Hold(t testing.TB) { holdShared(t) }
+
 // holdExclusive waits (up to 10 minutes) until no test of any process uses
 // the server and keeps it to itself for t's duration.
 func holdExclusive(t testing.TB) {

@@ -38,14 +38,14 @@ import (
 	"github.com/lohisoft/crawl-operator/hack/devcluster/cluster"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
 const (
-	makespanSites    = 16
-	makespanPerNode  = 4 // two egress nodes: 8 slots
-	makespanSlots    = 2 * makespanPerNode
-	makespanPages    = 10
-	makespanRepoRoot = "../.."
+	makespanSites   = 16
+	makespanPerNode = 4 // two egress nodes: 8 slots
+	makespanSlots   = 2 * makespanPerNode
+	makespanPages   = 10
 )
 
 // TestMakespan measures, for a 1 s and a 100 ms delay, how long 16 sites
@@ -93,14 +93,14 @@ type makespanCluster struct {
 
 func startMakespanCluster(t *testing.T) *makespanCluster {
 	t.Helper()
-	assets := testenv.MustAssets(t, makespanRepoRoot)
+	assets := testenv.MustAssets(t, repoRoot)
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := cluster.Start(ctx, cluster.Options{BinDir: assets, Dir: t.TempDir()})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	crawler := buildMakespanBinary(t, "cmd/crawler")
+	crawler := testutil.BuildBinary(t, repoRoot, "cmd/crawler")
 	mgr, err := agent.NewManager(c.Config, agent.Options{
 		NodeNames: []string{cluster.DefaultEgressNodes[0].Name, cluster.DefaultEgressNodes[1].Name},
 		Commands:  map[string]string{"crawler": crawler},
@@ -122,7 +122,7 @@ func startMakespanCluster(t *testing.T) *makespanCluster {
 		c.Stop()
 	})
 	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join(makespanRepoRoot, "config", "crd", "bases")}, ErrorIfPathMissing: true,
+		Paths: []string{filepath.Join(repoRoot, "config", "crd", "bases")}, ErrorIfPathMissing: true,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +133,8 @@ func startMakespanCluster(t *testing.T) *makespanCluster {
 // cluster, with 4 crawls per node.
 func startMakespanManager(t *testing.T, c *makespanCluster) {
 	t.Helper()
-	binary := buildMakespanBinary(t, "cmd/manager")
-	results, index, probe := freeMakespanAddr(t), freeMakespanAddr(t), freeMakespanAddr(t)
+	binary := testutil.BuildBinary(t, repoRoot, "cmd/manager")
+	results, index, probe := testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
 	logs, err := os.Create(filepath.Join(t.TempDir(), "manager.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -345,28 +345,6 @@ func startMakespanSite(t *testing.T, ip string) string {
 		wg.Wait()
 	})
 	return "http://" + l.Addr().String()
-}
-
-func buildMakespanBinary(t *testing.T, pkg string) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
-	cmd.Dir = makespanRepoRoot
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
-}
-
-func freeMakespanAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // waitMakespan polls check every 50 ms until it returns nil, failing the

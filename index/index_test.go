@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -80,7 +79,7 @@ func startWith(t *testing.T, require bool, storage string) *harness {
 	o := operatortest.Options(t, zone)
 	o.Pod.ActiveDeadline = time.Hour
 	o.Index.Storage = storage
-	o.Index.BindAddress = freeAddr(t)
+	o.Index.BindAddress = testutil.FreeAddr(t)
 	o.Index.Egress.RequireFCrDNS = require
 	// Capacity is the controllers suite's subject; here every site of a
 	// test may crawl at once ($TEST_OUTAGE_SITES of them).
@@ -94,16 +93,6 @@ func startWith(t *testing.T, require bool, storage string) *harness {
 		return err
 	})
 	return h
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // noRedirects is a client that reports a redirect instead of following it.

@@ -34,14 +34,14 @@ type replica struct {
 // own addresses and SQLite index, and args after those.
 func startReplica(t *testing.T, name string, args ...string) *replica {
 	t.Helper()
-	r := &replica{name: name, metricsAddr: freeAddr(t), exited: make(chan error, 1), log: filepath.Join(t.TempDir(), name+".log")}
+	r := &replica{name: name, metricsAddr: testutil.FreeAddr(t), exited: make(chan error, 1), log: filepath.Join(t.TempDir(), name+".log")}
 	logFile, err := os.Create(r.log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.cmd = exec.Command(os.Args[0], append([]string{
 		"--metrics-bind-address=" + r.metricsAddr,
-		"--health-probe-bind-address=" + freeAddr(t), "--results-bind-address=" + freeAddr(t), "--index-bind-address=" + freeAddr(t),
+		"--health-probe-bind-address=" + testutil.FreeAddr(t), "--results-bind-address=" + testutil.FreeAddr(t), "--index-bind-address=" + testutil.FreeAddr(t),
 		"--crawler-image=crawler:test", "--storage=sqlite://" + filepath.Join(t.TempDir(), "index.db"), "--egress-check-interval=1h",
 		"--manager-namespace=crawl-system",
 	}, args...)...)

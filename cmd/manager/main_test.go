@@ -50,16 +50,6 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, filepath.Join("..", ".."), &restConfig, &k8s))
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 type answer struct {
 	status int
 	header http.Header
@@ -121,8 +111,8 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	o.BindFlags(fs)
 	if err := fs.Parse([]string{
-		"--metrics-bind-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t),
-		"--results-bind-address=" + freeAddr(t), "--index-bind-address=" + freeAddr(t),
+		"--metrics-bind-address=" + testutil.FreeAddr(t), "--health-probe-bind-address=" + testutil.FreeAddr(t),
+		"--results-bind-address=" + testutil.FreeAddr(t), "--index-bind-address=" + testutil.FreeAddr(t),
 		"--crawler-image=crawler:test", "--results-url=http://results.test:8083", "--crawl-deadline=1h",
 		// Plain HTTP metrics: TestMetricsNeedAuthentication covers the
 		// secure endpoint.

@@ -67,11 +67,7 @@ func TestUpgradeFromTSVector(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for _, q := range []string{"kava", "otter"} {
-		if res, err := s.Search(ctx, q, 10); err != nil || len(res) != 1 || res[0].URL != "https://a.example/" {
-			t.Errorf("after upgrade, Search(%q) = %+v, %v", q, res, err)
-		}
-	}
+	storetest.CheckUpgraded(t, s)
 }
 
 func TestMigrationsAreIdempotentAndSerialised(t *testing.T) {

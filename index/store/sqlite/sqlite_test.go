@@ -80,11 +80,7 @@ func TestUpgradeFromFTS5(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for _, q := range []string{"kava", "otter"} {
-		if res, err := s.Search(ctx, q, 10); err != nil || len(res) != 1 || res[0].URL != "https://a.example/" {
-			t.Errorf("after upgrade, Search(%q) = %+v, %v", q, res, err)
-		}
-	}
+	storetest.CheckUpgraded(t, s)
 }
 
 func TestRefusesNewerSchema(t *testing.T) {

@@ -500,3 +500,16 @@ func testBadText(t *testing.T, s store.Store) {
 		t.Errorf("stored page = %+v, want NUL removed and bad UTF-8 replaced", got.Page)
 	}
 }
+
+// CheckUpgraded checks a store opened on a database its previous schema
+// wrote, holding one page https://a.example/ titled "Káva" with the inbound
+// anchor "otter den": the upgrade must have built its search index, folded
+// ("kava") and from the anchors ("otter").
+func CheckUpgraded(t *testing.T, s store.Store) {
+	t.Helper()
+	for _, q := range []string{"kava", "otter"} {
+		if res, err := s.Search(context.Background(), q, 10); err != nil || len(res) != 1 || res[0].URL != "https://a.example/" {
+			t.Errorf("after upgrade, Search(%q) = %+v, %v", q, res, err)
+		}
+	}
+}

@@ -194,8 +194,8 @@ func TestNewTargetWrites(t *testing.T) {
 		}
 	}
 	t.Logf("writes for %d new suspended targets: %v", n, writes)
-	if total > 3*n {
-		t.Errorf("%d writes for %d new targets (%v), want at most 3 each: SiteIndex, status, Event", total, n, writes)
+	if total > 2*n {
+		t.Errorf("%d writes for %d new targets (%v), want at most 2 each: SiteIndex, status", total, n, writes)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -46,6 +48,10 @@ func New(t *testing.T) context.Context {
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
 		chromedp.UserDataDir(profile),
+		// Chromium puts its singleton socket in a directory of its own under
+		// TMPDIR and leaves it behind when it is stopped: inside the profile
+		// it goes with it.
+		chromedp.Env("TMPDIR=" + profile),
 		chromedp.WindowSize(1100, 900),
 		// The network here is closed: without these Chromium floods it with
 		// connections that are refused, and it must never reach beyond
@@ -59,6 +65,7 @@ func New(t *testing.T) context.Context {
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"),
 	}
+	before := singletonDirs()
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
 	t.Cleanup(func() {
@@ -69,6 +76,11 @@ func New(t *testing.T) context.Context {
 		}
 		if err := os.RemoveAll(profile); err != nil {
 			t.Errorf("remove the Chromium profile: %v", err)
+		}
+		for _, d := range singletonDirs() {
+			if !slices.Contains(before, d) {
+				t.Errorf("Chromium left %s behind", d)
+			}
 		}
 	})
 	// The first run starts the browser; it must not carry a timeout, which
@@ -114,4 +126,11 @@ func processesUsing(profile string) []int {
 		}
 	}
 	return out
+}
+
+// singletonDirs lists the directories Chromium makes in the machine's
+// temporary directory for its singleton socket.
+func singletonDirs() []string {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "org.chromium.Chromium.*"))
+	return dirs
 }

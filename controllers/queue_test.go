@@ -82,7 +82,7 @@ func TestWaitingTargetStartsWhenASlotFrees(t *testing.T) {
 func TestWaitingForAHostStartsWhenTheHostFrees(t *testing.T) {
 	createEgressNode(t, "egress-wake-host", "79.139.58.98")
 	ns := newNamespace(t)
-	op := startOperator(t, operatorOptions{namespaces: []string{ns}})
+	startOperator(t, operatorOptions{namespaces: []string{ns}})
 	first := createTarget(t, ns, "https", "https://host.wake.example.com/")
 	pod := waitPod(t, first, 1)
 	second := createTarget(t, ns, "http", "http://host.wake.example.com/")
@@ -94,7 +94,6 @@ func TestWaitingForAHostStartsWhenTheHostFrees(t *testing.T) {
 	if d := time.Since(failed); d > 5*time.Second {
 		t.Errorf("the waiting target started %s after its host freed; it must be woken, not wait for a timer", d)
 	}
-	_ = op
 }
 
 // The oldest due target goes first, whatever its name, and the queue is

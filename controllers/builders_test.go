@@ -84,6 +84,15 @@ func setPodPhase(t *testing.T, pod *corev1.Pod, phase corev1.PodPhase, exitCode 
 	testutil.SetPodPhase(t, k8s, pod, phase, exitCode)
 }
 
+// runningPod waits for the first crawler Pod of ct, marks it Running and
+// returns it with its run token: how most report tests begin.
+func runningPod(t *testing.T, ct *crawlv1.CrawlTarget) (*corev1.Pod, string) {
+	t.Helper()
+	pod := waitPod(t, ct, 1)
+	setPodPhase(t, pod, corev1.PodRunning, 0)
+	return pod, runToken(t, pod)
+}
+
 func runToken(t *testing.T, pod *corev1.Pod) string {
 	t.Helper()
 	return testutil.RunToken(t, k8s, pod)

@@ -557,9 +557,7 @@ func TestStoredResultCountsWhenThePodFails(t *testing.T) {
 	op := startOperator(t, operatorOptions{})
 	ns := newNamespace(t)
 	ct := createTarget(t, ns, "stored", "https://stored.example.com/")
-	pod := waitPod(t, ct, 1)
-	setPodPhase(t, pod, corev1.PodRunning, 0)
-	token := runToken(t, pod)
+	pod, token := runningPod(t, ct)
 	final := runreport.Report{Final: true, Result: runreport.Crawl{Pages: pages("https://stored.example.com", 3)}}
 	if code, body := postReport(t, op, pod, token, final); code != http.StatusOK {
 		t.Fatalf("final report: %d %s", code, body)
@@ -677,9 +675,7 @@ func TestFinishedRunWithLostStatusIsAdopted(t *testing.T) {
 	op := startOperator(t, operatorOptions{})
 	ns := newNamespace(t)
 	ct := createTarget(t, ns, "finished-adopt", "https://finished-adopt.example.com/")
-	pod := waitPod(t, ct, 1)
-	setPodPhase(t, pod, corev1.PodRunning, 0)
-	token := runToken(t, pod)
+	pod, token := runningPod(t, ct)
 	final := runreport.Report{Final: true, Result: runreport.Crawl{Pages: pages("https://finished-adopt.example.com", 3)}}
 	if code, body := postReport(t, op, pod, token, final); code != http.StatusOK {
 		t.Fatalf("final report: %d %s", code, body)

@@ -51,9 +51,7 @@ func TestExclusionMidCrawl(t *testing.T) {
 	waitReady(t, done, metav1.ConditionTrue, crawlv1.ReasonCrawled)
 
 	running := createTarget(t, ns, "running", "http://excluded.example:8080/")
-	pod := waitPod(t, running, 1)
-	setPodPhase(t, pod, corev1.PodRunning, 0)
-	token := runToken(t, pod)
+	pod, token := runningPod(t, running)
 	if code, body := postReport(t, op, pod, token, runreport.Report{Result: runreport.Crawl{Pages: pages("http://excluded.example:8080", 2)}}); code != http.StatusOK {
 		t.Fatalf("progress: %d %s", code, body)
 	}

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -53,9 +51,7 @@ func TestResultsEndpointEdges(t *testing.T) {
 	before := testutil.Metrics(t, metrics.Registry)
 	ns := newNamespace(t)
 	ct := createTarget(t, ns, "edges", "https://edges.example.com/")
-	pod := waitPod(t, ct, 1)
-	setPodPhase(t, pod, corev1.PodRunning, 0)
-	token := runToken(t, pod)
+	pod, token := runningPod(t, ct)
 	progress := runreport.Report{Result: runreport.Crawl{Pages: pages("https://edges.example.com", 1)}}
 	if code, body := postReport(t, op, pod, token, progress); code != http.StatusOK {
 		t.Fatalf("progress: %d %s", code, body)
@@ -177,9 +173,7 @@ func TestResultOfATargetDeletedMeanwhileLeavesNoRows(t *testing.T) {
 	op := startOperator(t, operatorOptions{})
 	ns := newNamespace(t)
 	ct := createTarget(t, ns, "deleted-meanwhile", "https://deleted-meanwhile.example.com/")
-	pod := waitPod(t, ct, 1)
-	setPodPhase(t, pod, corev1.PodRunning, 0)
-	token := runToken(t, pod)
+	pod, token := runningPod(t, ct)
 	op.Results.Index = deletedMeanwhile{Index: op.Results.Index, t: t}
 	final := runreport.Report{Final: true, Result: runreport.Crawl{Pages: pages("https://deleted-meanwhile.example.com", 2)}}
 	code, body := postReport(t, op, pod, token, final)

@@ -309,19 +309,22 @@ func TestCrawlCommandReportsToManager(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	if len(m.bodies) != 4 { // three pages, then the final document
-		t.Fatalf("%d reports, want 3 progress + 1 final", len(m.bodies))
+	// A crawl of three pages without delay: progress after the first page,
+	// none more within reporter.DefaultProgressEvery, then the final
+	// document with all three.
+	if len(m.bodies) != 2 {
+		t.Fatalf("%d reports, want 1 progress + 1 final", len(m.bodies))
 	}
 	for i, b := range m.bodies {
 		var rep runreport.Report
 		if err := json.Unmarshal(b, &rep); err != nil {
 			t.Fatalf("report %d: %v", i, err)
 		}
-		if rep.Final != (i == 3) {
+		if rep.Final != (i == 1) {
 			t.Errorf("report %d final=%v", i, rep.Final)
 		}
-		if i < 3 && len(rep.Result.Pages) != i+1 {
-			t.Errorf("progress %d has %d pages", i, len(rep.Result.Pages))
+		if want := []int{1, 3}[i]; len(rep.Result.Pages) != want {
+			t.Errorf("report %d has %d pages, want %d", i, len(rep.Result.Pages), want)
 		}
 		if m.auth[i] != "Bearer run-token-1" || m.ctype[i] != "application/json" {
 			t.Errorf("report %d: Authorization %q Content-Type %q", i, m.auth[i], m.ctype[i])
@@ -331,7 +334,7 @@ func TestCrawlCommandReportsToManager(t *testing.T) {
 		}
 	}
 	var final runreport.Report
-	_ = json.Unmarshal(m.bodies[3], &final)
+	_ = json.Unmarshal(m.bodies[1], &final)
 	if len(final.Result.Pages) != 3 || decodeCrawl(t, r.stdout).Site != final.Result.Site {
 		t.Errorf("final %+v", final.Result)
 	}

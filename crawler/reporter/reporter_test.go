@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -118,6 +120,41 @@ func TestFinalStopsOnClientError(t *testing.T) {
 	}
 	if len(m.reports) != 1 {
 		t.Fatalf("posts %d, want 1 (4xx is not retried)", len(m.reports))
+	}
+}
+
+// TestProgressIsSpaced: the first progress goes out at once, the next not
+// before ProgressEvery has passed since the last one started; the calls in
+// between send nothing, and the final report is never held back.
+func TestProgressIsSpaced(t *testing.T) {
+	m := &manager{}
+	srv := m.start(t)
+	c := fastClient(srv.URL)
+	c.ProgressEvery = 5 * time.Second
+	clock := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return clock }
+	pages := func(n int) runreport.Crawl {
+		crawl := runreport.Crawl{Site: "http://a.test:80"}
+		for i := range n {
+			crawl.Pages = append(crawl.Pages, runreport.Page{URL: fmt.Sprintf("http://a.test/%d", i)})
+		}
+		return crawl
+	}
+	for i, step := range []time.Duration{0, time.Second, 3 * time.Second, 999 * time.Millisecond, time.Millisecond, 4 * time.Second, time.Second} {
+		clock = clock.Add(step)
+		c.Progress(context.Background(), pages(i+1))
+	}
+	if err := c.Final(context.Background(), pages(7)); err != nil {
+		t.Fatal(err)
+	}
+	// Sent: page 1 at 0 s, page 5 at 5 s (4.999 s is too early), page 7 at
+	// 10 s; then the final.
+	var got []int
+	for _, r := range m.reports {
+		got = append(got, len(r.Result.Pages))
+	}
+	if want := []int{1, 5, 7, 7}; !slices.Equal(got, want) || !m.reports[3].Final || m.reports[2].Final {
+		t.Fatalf("reports carried %v pages (final last: %v), want %v", got, m.reports[len(m.reports)-1].Final, want)
 	}
 }
 

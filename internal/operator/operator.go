@@ -78,6 +78,9 @@ type ManagerOptions struct {
 	MaxConcurrentReconciles int
 	KubeAPIQPS              float64
 	KubeAPIBurst            int
+	// PprofAddr serves net/http/pprof ("0" or empty: nowhere); the scale
+	// benchmark reads heap profiles from it.
+	PprofAddr string
 }
 
 // The manager's throughput defaults, for thousands of CrawlTargets.
@@ -140,6 +143,7 @@ func (m *ManagerOptions) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&m.MaxConcurrentReconciles, "max-concurrent-reconciles", m.MaxConcurrentReconciles, "How many CrawlTargets are reconciled at once.")
 	fs.Float64Var(&m.KubeAPIQPS, "kube-api-qps", m.KubeAPIQPS, "Most requests per second the manager sends to the Kubernetes API server, on average.")
 	fs.IntVar(&m.KubeAPIBurst, "kube-api-burst", m.KubeAPIBurst, "Most requests the manager sends to the Kubernetes API server in a burst above --kube-api-qps.")
+	fs.StringVar(&m.PprofAddr, "pprof-bind-address", m.PprofAddr, "Address Go's pprof profiles are served on, for diagnosis (plain HTTP, no authentication: keep it on loopback); empty or 0 serves them nowhere.")
 }
 
 // The manager authenticates and authorizes metrics scrapes through the API
@@ -269,6 +273,7 @@ func New(cfg *rest.Config, o Options, adjust ...func(*ctrl.Options)) (*Operator,
 		Scheme:                  Scheme(),
 		Metrics:                 o.Manager.metricsServer(),
 		HealthProbeBindAddress:  o.Manager.ProbeAddr,
+		PprofBindAddress:        o.Manager.PprofAddr,
 		LeaderElection:          o.Manager.LeaderElect,
 		LeaderElectionID:        "crawl-operator.crawl.lohisoft.com",
 		LeaderElectionNamespace: o.Manager.LeaderElectionNamespace,

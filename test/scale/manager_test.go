@@ -5,6 +5,7 @@ package scale
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,7 +33,7 @@ type managerProcess struct {
 	// restart.
 	storage string
 	// Loopback addresses it listens on.
-	probes, metrics, index, results string
+	probes, metrics, index, results, pprof string
 
 	cmd  *exec.Cmd
 	logs *os.File
@@ -53,7 +54,7 @@ func newManagerProcess(t *testing.T, binary, kubeconfig, dnsServer string) *mana
 		binary: binary, kubeconfig: kubeconfig, dnsServer: dnsServer,
 		storage: filepath.Join(dir, "index.db"),
 		probes:  testutil.FreeAddr(t), metrics: testutil.FreeAddr(t),
-		index: testutil.FreeAddr(t), results: testutil.FreeAddr(t),
+		index: testutil.FreeAddr(t), results: testutil.FreeAddr(t), pprof: testutil.FreeAddr(t),
 		logs: logs,
 	}
 	t.Cleanup(func() {
@@ -71,7 +72,7 @@ func (m *managerProcess) start(t *testing.T) {
 	t.Helper()
 	m.cmd = exec.Command(m.binary,
 		"--metrics-bind-address="+m.metrics, "--metrics-secure=false",
-		"--health-probe-bind-address="+m.probes,
+		"--health-probe-bind-address="+m.probes, "--pprof-bind-address="+m.pprof,
 		"--results-bind-address="+m.results, "--results-url=http://"+m.results,
 		"--index-bind-address="+m.index, "--storage=sqlite://"+m.storage,
 		"--crawler-image=crawler:scale",
@@ -164,6 +165,29 @@ func (m *managerProcess) rss() (int64, error) {
 // scrape reads the manager's metrics.
 func (m *managerProcess) scrape() (map[string]float64, error) {
 	return testutil.Scrape("http://" + m.metrics + "/metrics")
+}
+
+// saveHeapProfile writes the manager's heap profile, taken right after a
+// garbage collection (so in-use figures are live objects), to path: `go
+// tool pprof -top -inuse_space bin/manager path` says what a site costs.
+func (m *managerProcess) saveHeapProfile(path string) error {
+	resp, err := http.Get("http://" + m.pprof + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // backendBytes is the size of the SQLite index on disk: the database and

@@ -305,3 +305,30 @@ func (w *watcher) progress(ctx context.Context) (progress, error) {
 	}
 	return p, nil
 }
+
+// storedSize is the average size of the first 100 objects etcd holds
+// under the API server's prefix for resource (in namespace), as the API
+// server stored them (JSON for custom resources), and one of them: what a
+// site costs in etcd before the database's own overhead.
+func storedSize(env *testenv.Env, resource string) (avg float64, sample []byte, err error) {
+	prefix := "/registry/crawl.lohisoft.com/" + resource + "/" + namespace + "/"
+	end := []byte(prefix)
+	end[len(end)-1]++
+	var out struct {
+		Kvs []struct {
+			Value []byte `json:"value"`
+		} `json:"kvs"`
+	}
+	body, _ := json.Marshal(map[string]any{"key": []byte(prefix), "range_end": end, "limit": 100})
+	if err := etcdCall(env, "/v3/kv/range", string(body), &out); err != nil {
+		return 0, nil, err
+	}
+	if len(out.Kvs) == 0 {
+		return 0, nil, fmt.Errorf("etcd holds no %s under %s", resource, prefix)
+	}
+	total := 0
+	for _, kv := range out.Kvs {
+		total += len(kv.Value)
+	}
+	return float64(total) / float64(len(out.Kvs)), out.Kvs[len(out.Kvs)/2].Value, nil
+}

@@ -49,6 +49,13 @@ func writeReport(t *testing.T, results []*sizeResult) {
 		}
 		fmt.Fprintf(&b, "N=%d %s", r.n, mib(r.heapResults))
 	}
+	b.WriteString("\nObjects as etcd stores them with results (average of 100): ")
+	for i, r := range results {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "N=%d %s", r.n, strings.Join(r.stored, ", "))
+	}
 	b.WriteString("\netcd while the targets wait, before results (targets, empty SiteIndexes, Events): ")
 	for i, r := range results {
 		if i > 0 {

@@ -148,6 +148,9 @@ type sizeResult struct {
 	etcdBase, etcdWaiting, etcdResults etcdSize
 	// etcdCompacted is etcdResults after compaction and defragmentation.
 	etcdCompacted etcdSize
+	// stored is the average size of a CrawlTarget and a SiteIndex as
+	// etcd holds them, with results.
+	stored []string
 	// reconcileCPU is the CPU each process used until all were
 	// reconciled (or the phase was cut off).
 	reconcileCPU string
@@ -255,11 +258,26 @@ func measureWithResults(t *testing.T, env *testenv.Env, m *managerProcess, r *si
 	if metrics, err := m.scrape(); err == nil {
 		r.heapResults = metrics["go_memstats_heap_inuse_bytes"]
 	}
+	profile := filepath.Join(repoRoot, "bin", fmt.Sprintf("scale-heap-%d.pprof", r.n))
+	if err := m.saveHeapProfile(profile); err != nil {
+		t.Errorf("manager heap profile: %v", err)
+	} else {
+		t.Logf("manager heap profile with results: %s", profile)
+	}
 	r.etcdResults = etcdSample(t, env)
 	if err := compactEtcd(env); err != nil {
 		t.Fatal(err)
 	}
 	r.etcdCompacted = etcdSample(t, env)
+	for _, resource := range []string{"crawltargets", "siteindexes"} {
+		avg, sample, err := storedSize(env, resource)
+		if err != nil {
+			t.Errorf("stored %s: %v", resource, err)
+			continue
+		}
+		r.stored = append(r.stored, fmt.Sprintf("%s %.0f B", resource, avg))
+		t.Logf("etcd holds %s of %.0f bytes on average; one of them:\n%s", resource, avg, sample)
+	}
 	t.Logf("etcd after compaction and defragmentation: %s (%s per site)", mib(r.etcdCompacted.total), perSite(r.etcdBase.total, r.etcdCompacted.total, r.n))
 	r.withResults = usageSample(t, env, m)
 	t.Logf("with results: manager RSS %s (Go heap in use %s), etcd %s (in use %s); kube-apiserver RSS %s, etcd RSS %s",

@@ -13,7 +13,6 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/fetch"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/testsite"
-	"github.com/lohisoft/crawl-operator/index/store/sqlstore"
 	"github.com/lohisoft/crawl-operator/index/store/storetest"
 	"github.com/lohisoft/crawl-operator/internal/reportendpoint"
 	"github.com/lohisoft/crawl-operator/internal/site"
@@ -58,7 +57,7 @@ func TestBodyTextIsStoredNowhere(t *testing.T) {
 	eventually(t, "crawled pages indexed", searchFor(st, "cormorant", ts.URL+"/"))
 	eventually(t, "link text indexed", searchFor(st, "second", ts.URL+"/second"))
 
-	db := st.(*sqlstore.Store).DB()
+	db := storetest.DB(t, st)
 	tables := storetest.TableNames(t, db, "SELECT name FROM sqlite_schema WHERE type = 'table'")
 	dump := storetest.DumpTables(t, db, tables, func(table string) string { return `SELECT * FROM "` + table + `"` })
 	marker := []byte(strings.ToLower(bodyMarker))

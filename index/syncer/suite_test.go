@@ -27,7 +27,7 @@ import (
 	"github.com/lohisoft/crawl-operator/index/store/postgres"
 	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
 	"github.com/lohisoft/crawl-operator/index/store/sqlite"
-	"github.com/lohisoft/crawl-operator/index/store/sqlstore"
+	"github.com/lohisoft/crawl-operator/index/store/storetest"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 	"github.com/lohisoft/crawl-operator/internal/watchns"
@@ -229,7 +229,7 @@ func backends(t *testing.T) []testBackend {
 		},
 		size: func(t *testing.T, st store.Store) int64 {
 			var n int64
-			if err := st.(*sqlstore.Store).DB().QueryRowContext(context.Background(), `SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)
+			if err := storetest.DB(t, st).QueryRowContext(context.Background(), `SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)
 				FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 				WHERE n.nspname = current_schema() AND c.relkind = 'r'`).Scan(&n); err != nil {
 				t.Fatal(err)
@@ -240,7 +240,7 @@ func backends(t *testing.T) []testBackend {
 			var out string
 			for _, table := range []string{"sites", "pages", "links"} {
 				var v sql.NullString
-				if err := st.(*sqlstore.Store).DB().QueryRowContext(context.Background(),
+				if err := storetest.DB(t, st).QueryRowContext(context.Background(),
 					"SELECT string_agg(xmin::text || ctid::text, ',' ORDER BY ctid) FROM "+table).Scan(&v); err != nil {
 					t.Fatal(err)
 				}

@@ -18,7 +18,7 @@ import (
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/index/store"
-	"github.com/lohisoft/crawl-operator/index/store/sqlstore"
+	"github.com/lohisoft/crawl-operator/index/store/storetest"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
@@ -105,7 +105,7 @@ func TestMovedSiteLosesOnlyTheOldRows(t *testing.T) {
 
 	// The new site's first result is in the backend beside the old rows
 	// (ReplaceSite would drop the old site itself, so it goes in directly).
-	if _, err := st.(*sqlstore.Store).DB().ExecContext(ctx,
+	if _, err := storetest.DB(t, st).ExecContext(ctx,
 		"INSERT INTO sites (site, host, source, crawled_at, run) VALUES ('https://new.example:443', 'new.example', ?, NULL, 'a-crawl-9')",
 		SourceOf(ns, "a")); err != nil {
 		t.Fatal(err)
@@ -515,7 +515,7 @@ func wantSearch(t *testing.T, st store.Store, q string, n int) {
 // linkTexts reads every link text the backend holds.
 func linkTexts(t *testing.T, st store.Store) []string {
 	t.Helper()
-	rows, err := st.(*sqlstore.Store).DB().QueryContext(ctx, "SELECT anchor FROM links")
+	rows, err := storetest.DB(t, st).QueryContext(ctx, "SELECT anchor FROM links")
 	if err != nil {
 		t.Fatal(err)
 	}

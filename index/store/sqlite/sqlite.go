@@ -6,7 +6,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"os"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
@@ -79,9 +82,40 @@ var migrations = []string{
 // migrated from before it is reindexed.
 const postingsVersion = 3
 
+// Store is the SQLite index: sqlstore's queries over one file, and the
+// checkpointer that keeps the file's write-ahead log bounded.
+type Store struct {
+	*sqlstore.Store
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// Close stops the checkpointer and closes the database.
+func (s *Store) Close() error {
+	s.stop()
+	<-s.done
+	return s.Store.Close()
+}
+
+// The write-ahead log's bound. SQLite checkpoints the log into the
+// database every 1,000 pages by itself, but a passive checkpoint stops at
+// the oldest open read and the log starts over only once it is wholly
+// checkpointed; with writers queued back to back and readers between them
+// that never happens, so the log grows without end (64 writers of a second
+// process left a 13 GB log beside a 250 MB database, and every read then
+// searched it). So the store checks the log's size every walCheckEvery
+// and, past walLimit, checkpoints it in TRUNCATE mode: that waits (the
+// busy timeout) for the writer and the readers in flight, holds new
+// writers off while it copies, and empties the file. journal_size_limit
+// also trims the file after SQLite's own checkpoints.
+var (
+	walLimit      int64 = 64 << 20
+	walCheckEvery       = 10 * time.Second
+)
+
 // Open opens (creating if needed) the database file at path and brings its
 // schema up to date.
-func Open(ctx context.Context, path string) (*sqlstore.Store, error) {
+func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
 		return nil, fmt.Errorf("sqlite: empty database path")
 	}
@@ -89,6 +123,7 @@ func Open(ctx context.Context, path string) (*sqlstore.Store, error) {
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walLimit))
 	// 32 MiB of page cache per connection rather than 2: writing a site
 	// touches the postings index in many places, and a small cache spills
 	// to the file in the middle of the transaction.
@@ -104,7 +139,36 @@ func Open(ctx context.Context, path string) (*sqlstore.Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
-	return sqlstore.New(db, dialect{}), nil
+	bg, stop := context.WithCancel(context.Background())
+	st := &Store{Store: sqlstore.New(db, dialect{}), stop: stop, done: make(chan struct{})}
+	go st.checkpoint(bg, path+"-wal")
+	return st, nil
+}
+
+// checkpoint empties the write-ahead log whenever it has grown past
+// walLimit, until ctx ends.
+func (s *Store) checkpoint(ctx context.Context, wal string) {
+	defer close(s.done)
+	tick := time.NewTicker(walCheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if fi, err := os.Stat(wal); err != nil || fi.Size() <= walLimit {
+			continue
+		}
+		// busy is 1 when a reader or writer outlasted the busy timeout:
+		// the log is then checkpointed as far as it could be, and the
+		// next tick tries again.
+		var busy, logPages, done int
+		err := s.DB().QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done)
+		if err != nil && ctx.Err() == nil {
+			slog.Warn("sqlite: checkpointing the write-ahead log failed", "err", err)
+		}
+	}
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {

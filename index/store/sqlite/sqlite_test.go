@@ -3,15 +3,20 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/lohisoft/crawl-operator/index/store"
-	"github.com/lohisoft/crawl-operator/index/store/sqlstore"
 	"github.com/lohisoft/crawl-operator/index/store/storetest"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
-func open(t testing.TB) *sqlstore.Store {
+func open(t testing.TB) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "index.db"))
 	if err != nil {
@@ -31,7 +36,7 @@ func TestContract(t *testing.T) {
 // dump reads every table, FTS5's shadow tables included.
 func dump(t *testing.T, s store.Store) storetest.Dump {
 	t.Helper()
-	db := s.(*sqlstore.Store).DB()
+	db := s.(*Store).DB()
 	tables := storetest.TableNames(t, db, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
 	return storetest.DumpTables(t, db, tables, func(table string) string { return `SELECT * FROM "` + table + `"` })
 }
@@ -102,4 +107,77 @@ func TestRefusesNewerSchema(t *testing.T) {
 
 func BenchmarkSearch(b *testing.B) {
 	storetest.BenchmarkSearch(b, open(b))
+}
+
+// TestWriteAheadLogStaysBounded writes sites from several goroutines while
+// readers keep read transactions open, the pattern under which SQLite's
+// own checkpoints never let the log start over, and checks that the
+// store's checkpointer empties the log once it passes the limit, with the
+// readers still reading.
+func TestWriteAheadLogStaysBounded(t *testing.T) {
+	limit, every := walLimit, walCheckEvery
+	walLimit, walCheckEvery = 256<<10, 20*time.Millisecond
+	t.Cleanup(func() { walLimit, walCheckEvery = limit, every })
+	path := filepath.Join(t.TempDir(), "index.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for ctx.Err() == nil {
+				tx, err := s.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+				if err != nil {
+					continue
+				}
+				var n int
+				_ = tx.QueryRowContext(ctx, "SELECT count(*) FROM pages").Scan(&n)
+				time.Sleep(2 * time.Millisecond)
+				_ = tx.Rollback()
+			}
+		})
+	}
+	defer func() { cancel(); readers.Wait() }()
+
+	docs := make(chan store.SiteDoc)
+	errs := make(chan error, 4)
+	var writers sync.WaitGroup
+	for range 4 {
+		writers.Go(func() {
+			for d := range docs {
+				if err := s.ReplaceSite(context.Background(), d); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	n := 0
+	_ = storetest.CorpusSmall.Generate(func(d store.SiteDoc) error {
+		if n++; n > 300 {
+			return errors.New("enough")
+		}
+		d.Source = fmt.Sprintf("crawl/site-%d", n)
+		docs <- d
+		return nil
+	})
+	close(docs)
+	writers.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "write-ahead log emptied", func() error {
+		if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > walLimit {
+			return fmt.Errorf("write-ahead log is %d bytes, limit %d", fi.Size(), walLimit)
+		}
+		return nil
+	})
+	var pages int
+	if err := s.DB().QueryRow("SELECT count(*) FROM pages").Scan(&pages); err != nil || pages != 300*storetest.CorpusSmall.PagesPerSite {
+		t.Fatalf("%d pages (%v), want %d", pages, err, 300*storetest.CorpusSmall.PagesPerSite)
+	}
 }

@@ -5,6 +5,7 @@ package storetest
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"reflect"
@@ -512,4 +513,15 @@ func CheckUpgraded(t *testing.T, s store.Store) {
 			t.Errorf("after upgrade, Search(%q) = %+v, %v", q, res, err)
 		}
 	}
+}
+
+// DB is the database under a SQL backend (sqlite or postgres), for tests
+// that inspect its tables.
+func DB(t testing.TB, s store.Store) *sql.DB {
+	t.Helper()
+	withDB, ok := s.(interface{ DB() *sql.DB })
+	if !ok {
+		t.Fatalf("%T is not a SQL backend", s)
+	}
+	return withDB.DB()
 }

@@ -5,6 +5,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -104,14 +105,20 @@ func (s *Store) Close() error {
 // that never happens, so the log grows without end (64 writers of a second
 // process left a 13 GB log beside a 250 MB database, and every read then
 // searched it). So the store checks the log's size every walCheckEvery
-// and, past walLimit, checkpoints it in TRUNCATE mode: that waits (the
-// busy timeout) for the writer and the readers in flight, holds new
-// writers off while it copies, and empties the file. journal_size_limit
-// also trims the file after SQLite's own checkpoints.
+// and, past walLimit, checkpoints it: first PASSIVE (copies what it can,
+// blocks nobody), then TRUNCATE, which copies the rest and empties the
+// file but holds new writers off while it waits for readers, so it waits
+// at most walTruncateWait and tries again at the next check rather than
+// make a writer outwait its own busy timeout. journal_size_limit also
+// trims the file after SQLite's own checkpoints.
 var (
-	walLimit      int64 = 64 << 20
-	walCheckEvery       = 10 * time.Second
+	walLimit        int64 = 64 << 20
+	walCheckEvery         = time.Second
+	walTruncateWait       = 200 * time.Millisecond
 )
+
+// busyTimeout is how long a statement waits for another connection's lock.
+const busyTimeout = 10 * time.Second
 
 // Open opens (creating if needed) the database file at path and brings its
 // schema up to date.
@@ -120,7 +127,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: empty database path")
 	}
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walLimit))
@@ -145,6 +152,33 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return st, nil
 }
 
+// truncateWAL checkpoints the write-ahead log on a connection of its own,
+// whose busy timeout is walTruncateWait for the TRUNCATE step. A busy
+// result (a reader or writer outlasted the wait) is not an error: the log
+// was copied as far as it could be, and the next check tries again.
+func (s *Store) truncateWAL(ctx context.Context) error {
+	conn, err := s.DB().Conn(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection goes back to the pool with the usual busy timeout,
+	// or is discarded when that cannot be restored.
+	defer conn.Close()
+	var busy, logPages, copied int
+	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &copied); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", walTruncateWait.Milliseconds())); err != nil {
+		return err
+	}
+	truncErr := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &copied)
+	if _, err := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeout.Milliseconds())); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		return err
+	}
+	return truncErr
+}
+
 // checkpoint empties the write-ahead log whenever it has grown past
 // walLimit, until ctx ends.
 func (s *Store) checkpoint(ctx context.Context, wal string) {
@@ -160,12 +194,7 @@ func (s *Store) checkpoint(ctx context.Context, wal string) {
 		if fi, err := os.Stat(wal); err != nil || fi.Size() <= walLimit {
 			continue
 		}
-		// busy is 1 when a reader or writer outlasted the busy timeout:
-		// the log is then checkpointed as far as it could be, and the
-		// next tick tries again.
-		var busy, logPages, done int
-		err := s.DB().QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done)
-		if err != nil && ctx.Err() == nil {
+		if err := s.truncateWAL(ctx); err != nil && ctx.Err() == nil {
 			slog.Warn("sqlite: checkpointing the write-ahead log failed", "err", err)
 		}
 	}

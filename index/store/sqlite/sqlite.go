@@ -118,7 +118,7 @@ var (
 )
 
 // busyTimeout is how long a statement waits for another connection's lock.
-const busyTimeout = 10 * time.Second
+var busyTimeout = 10 * time.Second
 
 // Open opens (creating if needed) the database file at path and brings its
 // schema up to date.
@@ -148,6 +148,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	bg, stop := context.WithCancel(context.Background())
 	st := &Store{Store: sqlstore.New(db, dialect{}), stop: stop, done: make(chan struct{})}
+	st.OneWriterAtATime()
 	go st.checkpoint(bg, path+"-wal")
 	return st, nil
 }

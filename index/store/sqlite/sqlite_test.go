@@ -181,3 +181,34 @@ func TestWriteAheadLogStaysBounded(t *testing.T) {
 		t.Fatalf("%d pages (%v), want %d", pages, err, 300*storetest.CorpusSmall.PagesPerSite)
 	}
 }
+
+// TestManyWritersQueue: more writers at once than the busy timeout lets
+// SQLite's lock hold off (16 writers, 30 ms of patience each) all get
+// their write in, because the store queues them itself.
+func TestManyWritersQueue(t *testing.T) {
+	timeout := busyTimeout
+	busyTimeout = 30 * time.Millisecond
+	t.Cleanup(func() { busyTimeout = timeout })
+	s := open(t)
+	var docs []store.SiteDoc
+	_ = storetest.CorpusSmall.Generate(func(d store.SiteDoc) error {
+		if len(docs) == 16 {
+			return errors.New("enough")
+		}
+		d.Source = fmt.Sprintf("crawl/site-%d", len(docs))
+		docs = append(docs, d)
+		return nil
+	})
+	errs := make(chan error, len(docs))
+	var writers sync.WaitGroup
+	for _, d := range docs {
+		writers.Go(func() { errs <- s.ReplaceSite(context.Background(), d) })
+	}
+	writers.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}

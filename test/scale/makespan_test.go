@@ -190,16 +190,29 @@ func (c *makespanCluster) crawlAll(t *testing.T, prefix string, sites []string, 
 	if err := c.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
+	// The targets are created at once, as a GitOps tool applies a
+	// directory with parallel requests: created one after the other, the
+	// sixteen creates alone took 0.3–0.6 s on this machine, and the slots
+	// sat idle for want of targets the harness had not sent yet, which
+	// is not what the makespan measures.
 	start := time.Now()
+	errs := make(chan error, len(sites))
+	var creates sync.WaitGroup
 	for i, s := range sites {
 		ct := &crawlv1.CrawlTarget{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: fmt.Sprintf("site-%02d", i)},
 			Spec:       crawlv1.CrawlTargetSpec{URL: s + "/", Delay: &metav1.Duration{Duration: delay}},
 		}
-		if err := c.Client.Create(ctx, ct); err != nil {
+		creates.Go(func() { errs <- c.Client.Create(ctx, ct) })
+	}
+	creates.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
+	t.Logf("%s: %d CrawlTargets created in %.2fs", prefix, len(sites), time.Since(start).Seconds())
 	var elapsed time.Duration
 	maxRunning := 0
 	// When each crawler Pod was first seen, and first seen finished, from

@@ -117,6 +117,13 @@ var (
 	walTruncateWait       = 200 * time.Millisecond
 )
 
+// idleConnLife is how long an unused connection stays open. Each one holds
+// its own page cache (up to 32 MiB, cache_size below), which SQLite frees
+// only when the connection closes: four searches at once over a 19 MB
+// file left 45 MB of cache in two idle connections, and in the scale
+// benchmark the manager's RSS rose 63 MiB with its live heap 2.7 MiB.
+var idleConnLife = time.Minute
+
 // busyTimeout is how long a statement waits for another connection's lock.
 var busyTimeout = 10 * time.Second
 
@@ -142,6 +149,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
+	db.SetConnMaxIdleTime(idleConnLife)
 	if err := migrate(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)

@@ -212,3 +212,38 @@ func TestManyWritersQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleConnectionsClose: connections opened for searches at once are
+// closed once idle, and with them their page caches.
+func TestIdleConnectionsClose(t *testing.T) {
+	life := idleConnLife
+	idleConnLife = 50 * time.Millisecond
+	t.Cleanup(func() { idleConnLife = life })
+	s := open(t)
+	ctx := context.Background()
+	// Hold three connections at once, so the pool has to open them.
+	var conns []*sql.Conn
+	for range 3 {
+		c, err := s.DB().Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		var n int
+		if err := c.QueryRowContext(ctx, "SELECT count(*) FROM pages").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	if open := s.DB().Stats().OpenConnections; open < 2 {
+		t.Fatalf("%d connections open after use, want the pool's idle ones", open)
+	}
+	testutil.Eventually(t, 10*time.Second, "idle connections closed", func() error {
+		if open := s.DB().Stats().OpenConnections; open != 0 {
+			return fmt.Errorf("%d connections still open", open)
+		}
+		return nil
+	})
+}

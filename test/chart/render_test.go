@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/lohisoft/crawl-operator/index"
+	"github.com/lohisoft/crawl-operator/internal/operator"
 	"github.com/lohisoft/crawl-operator/internal/testutil/helmrender"
 )
 
@@ -240,6 +241,22 @@ func TestCrawlerPodValues(t *testing.T) {
 	}
 }
 
+// The manager's throughput values reach its flags, a fractional QPS
+// included.
+func TestManagerThroughputValues(t *testing.T) {
+	o := managerOptions(t, find(mustRender(t, map[string]any{"manager": map[string]any{
+		"maxConcurrentReconciles": 8, "kubeAPIQPS": 12.5, "kubeAPIBurst": 40,
+	}}), "Deployment", ""))
+	if m := o.Manager; m.MaxConcurrentReconciles != 8 || m.KubeAPIQPS != 12.5 || m.KubeAPIBurst != 40 {
+		t.Errorf("manager options %d reconciles, %v QPS, %d burst; want 8, 12.5, 40", m.MaxConcurrentReconciles, m.KubeAPIQPS, m.KubeAPIBurst)
+	}
+	d := managerOptions(t, find(mustRender(t, nil), "Deployment", ""))
+	if m := d.Manager; m.MaxConcurrentReconciles != operator.DefaultMaxConcurrentReconciles || m.KubeAPIQPS != operator.DefaultKubeAPIQPS || m.KubeAPIBurst != operator.DefaultKubeAPIBurst {
+		t.Errorf("chart defaults give %d reconciles, %v QPS, %d burst; the manager's defaults are %d, %v, %d", m.MaxConcurrentReconciles, m.KubeAPIQPS, m.KubeAPIBurst,
+			operator.DefaultMaxConcurrentReconciles, operator.DefaultKubeAPIQPS, operator.DefaultKubeAPIBurst)
+	}
+}
+
 // The readiness probe leaves the index check out unless asked (issue 14:
 // an index outage must not take /bot and the results endpoint down).
 func TestReadinessIncludesIndex(t *testing.T) {
@@ -427,6 +444,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		"bad duration":             {map[string]any{"crawler": map[string]any{"minCrawlDelay": "1 second"}}, "minCrawlDelay"},
 		"bad pull policy":          {map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "pullPolicy"},
 		"zero crawls per node":     {map[string]any{"crawler": map[string]any{"maxCrawlsPerNode": 0}}, "maxCrawlsPerNode"},
+		"zero reconciles at once":  {map[string]any{"manager": map[string]any{"maxConcurrentReconciles": 0}}, "maxConcurrentReconciles"},
+		"negative API burst":       {map[string]any{"manager": map[string]any{"kubeAPIBurst": -1}}, "kubeAPIBurst"},
 		"two replicas without leader election": {map[string]any{"storage": map[string]any{"type": "postgres", "postgres": map[string]any{"existingSecret": "x"}},
 			"manager": map[string]any{"replicas": 2, "leaderElection": false}}, "leaderElection"},
 		"taint without effect":                       {map[string]any{"egress": map[string]any{"nodeTaint": "dedicated=crawler"}}, "nodeTaint"},

@@ -207,8 +207,11 @@ func TestDevClusterUpReportsFailures(t *testing.T) {
 	devcluster := buildBinary(t, "hack/devcluster")
 	t.Run("devcluster exits", func(t *testing.T) {
 		dir := t.TempDir()
+		// devcluster's temporary files go here, so the test sees what it
+		// leaves in the machine's temporary directory.
+		tmp := t.TempDir()
 		// No control-plane binaries: devcluster fails to start etcd.
-		script := devClusterScript(dir, filepath.Join(dir, "no-k8s"), devcluster, "/bin/false")
+		script := devClusterScript(dir, filepath.Join(dir, "no-k8s"), devcluster, "/bin/false", "TMPDIR="+tmp)
 		start := time.Now()
 		out, err := script("up")
 		if err == nil {
@@ -224,6 +227,13 @@ func TestDevClusterUpReportsFailures(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, f)); !os.IsNotExist(err) {
 				t.Errorf("%s left behind (%v)", f, err)
 			}
+		}
+		if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+			var names []string
+			for _, e := range left {
+				names = append(names, e.Name())
+			}
+			t.Errorf("left in TMPDIR: %v (%v)", names, err)
 		}
 	})
 	t.Run("devcluster never ready", func(t *testing.T) {

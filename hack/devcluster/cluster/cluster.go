@@ -167,7 +167,23 @@ func (c *Cluster) Stop() {
 	}
 	c.procs = nil
 	if c.env != nil {
+		// Start never sets etcd's data directory or the API server's
+		// certificate directory, so envtest made both in TMPDIR; it removes
+		// them only for processes that started, and an etcd that never ran
+		// (no binary) left its empty directory behind on every failed start.
+		var made []string
+		if e := c.env.ControlPlane.Etcd; e != nil {
+			made = append(made, e.DataDir)
+		}
+		if a := c.env.ControlPlane.APIServer; a != nil {
+			made = append(made, a.CertDir)
+		}
 		_ = c.env.Stop()
+		for _, dir := range made {
+			if dir != "" {
+				_ = os.RemoveAll(dir)
+			}
+		}
 		c.env = nil
 	}
 }

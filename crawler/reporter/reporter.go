@@ -136,6 +136,7 @@ func (c *Client) post(ctx context.Context, rep runreport.Report) (http.Header, e
 // less than ProgressEvery ago: then it does nothing, a later call or the
 // final report carrying these pages too. Failures are logged and otherwise
 // ignored: the crawl goes on, and the final report carries everything.
+// Calls come from the crawl's one loop, never at once.
 func (c *Client) Progress(ctx context.Context, crawl runreport.Crawl) {
 	now := time.Now
 	if c.now != nil {

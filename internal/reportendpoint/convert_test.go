@@ -43,8 +43,8 @@ func TestConvert(t *testing.T) {
 					urls = append(urls, p.URL)
 				}
 				// In the crawler's canonical form, so links from other sites
-				// find them.
-				// relative to the site in the SiteIndex, in full in the backend.
+				// find them: relative to the site in the SiteIndex, in full
+				// in the backend.
 				if strings.Join(urls, " ") != "/a /e" {
 					t.Errorf("pages = %v", urls)
 				}

@@ -241,14 +241,17 @@ func TestCrawlerPodValues(t *testing.T) {
 	}
 }
 
-// The manager's throughput values reach its flags, a fractional QPS
-// included.
+// The manager's throughput values reach its flags, a fractional and a
+// large QPS included.
 func TestManagerThroughputValues(t *testing.T) {
-	o := managerOptions(t, find(mustRender(t, map[string]any{"manager": map[string]any{
-		"maxConcurrentReconciles": 8, "kubeAPIQPS": 12.5, "kubeAPIBurst": 40,
-	}}), "Deployment", ""))
-	if m := o.Manager; m.MaxConcurrentReconciles != 8 || m.KubeAPIQPS != 12.5 || m.KubeAPIBurst != 40 {
-		t.Errorf("manager options %d reconciles, %v QPS, %d burst; want 8, 12.5, 40", m.MaxConcurrentReconciles, m.KubeAPIQPS, m.KubeAPIBurst)
+	// Helm renders a large number as 1e+06: the flag must still parse it.
+	for _, qps := range []float64{12.5, 1e6} {
+		o := managerOptions(t, find(mustRender(t, map[string]any{"manager": map[string]any{
+			"maxConcurrentReconciles": 8, "kubeAPIQPS": qps, "kubeAPIBurst": 40,
+		}}), "Deployment", ""))
+		if m := o.Manager; m.MaxConcurrentReconciles != 8 || m.KubeAPIQPS != qps || m.KubeAPIBurst != 40 {
+			t.Errorf("manager options %d reconciles, %v QPS, %d burst; want 8, %v, 40", m.MaxConcurrentReconciles, m.KubeAPIQPS, m.KubeAPIBurst, qps)
+		}
 	}
 	d := managerOptions(t, find(mustRender(t, nil), "Deployment", ""))
 	if m := d.Manager; m.MaxConcurrentReconciles != operator.DefaultMaxConcurrentReconciles || m.KubeAPIQPS != operator.DefaultKubeAPIQPS || m.KubeAPIBurst != operator.DefaultKubeAPIBurst {

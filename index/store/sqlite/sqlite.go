@@ -244,5 +244,6 @@ type dialect struct{}
 func (dialect) Rebind(q string) string { return q }
 
 // LockWrites does nothing: every transaction begins IMMEDIATE, which
-// already admits one writer at a time.
+// already admits one writer at a time (and within this process writers
+// queue before they begin: OneWriterAtATime, set by Open).
 func (dialect) LockWrites(context.Context, *sql.Tx) error { return nil }

@@ -64,15 +64,15 @@ func TestMakespan(t *testing.T) {
 	startMakespanManager(t, c)
 	// One crawl first, not measured: the first one also pays for the
 	// manager's and the node agent's first informers, binaries and index.
-	c.crawlAll(t, "warm-up", []string{startMakespanSite(t, "127.0.3.1")}, 100*time.Millisecond)
+	c.crawlAll(t, "warm-up", []*makespanSite{startMakespanSite(t, "127.0.3.1")}, 100*time.Millisecond)
 	for i, delay := range []time.Duration{time.Second, 100 * time.Millisecond} {
 		t.Run(fmt.Sprintf("delay %s", delay), func(t *testing.T) {
 			// Each round has hosts of its own: 127.0.<round+1>.x.
 			round := byte(i + 1)
 			alone := startMakespanSite(t, fmt.Sprintf("127.0.%d.100", round))
-			t1 := c.crawlAll(t, fmt.Sprintf("alone-%d", i), []string{alone}, delay)
+			t1 := c.crawlAll(t, fmt.Sprintf("alone-%d", i), []*makespanSite{alone}, delay)
 
-			var sites []string
+			var sites []*makespanSite
 			for s := 0; s < makespanSites; s++ {
 				sites = append(sites, startMakespanSite(t, fmt.Sprintf("127.0.%d.%d", round, s+1)))
 			}
@@ -183,7 +183,7 @@ func startMakespanManager(t *testing.T, c *makespanCluster) {
 // time from the first creation until every one is Ready with its crawl
 // recorded. It fails if more crawls ran at once than there are slots, or
 // on one node than it has slots.
-func (c *makespanCluster) crawlAll(t *testing.T, prefix string, sites []string, delay time.Duration) time.Duration {
+func (c *makespanCluster) crawlAll(t *testing.T, prefix string, sites []*makespanSite, delay time.Duration) time.Duration {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix}}
@@ -201,7 +201,7 @@ func (c *makespanCluster) crawlAll(t *testing.T, prefix string, sites []string, 
 	for i, s := range sites {
 		ct := &crawlv1.CrawlTarget{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: fmt.Sprintf("site-%02d", i)},
-			Spec:       crawlv1.CrawlTargetSpec{URL: s + "/", Delay: &metav1.Duration{Duration: delay}},
+			Spec:       crawlv1.CrawlTargetSpec{URL: s.url + "/", Delay: &metav1.Duration{Duration: delay}},
 		}
 		creates.Go(func() { errs <- c.Client.Create(ctx, ct) })
 	}
@@ -217,7 +217,7 @@ func (c *makespanCluster) crawlAll(t *testing.T, prefix string, sites []string, 
 	maxRunning := 0
 	// When each crawler Pod was first seen, and first seen finished, from
 	// the start: how long a freed slot sat idle is the gap between them.
-	created, finished := map[string]time.Duration{}, map[string]time.Duration{}
+	created, finished, readyAt := map[string]time.Duration{}, map[string]time.Duration{}, map[string]time.Duration{}
 	waitMakespan(t, 10*time.Minute, prefix+" crawled", func() error {
 		var pods corev1.PodList
 		if err := c.Client.List(ctx, &pods, client.InNamespace(ns.Name)); err != nil {
@@ -256,6 +256,9 @@ func (c *makespanCluster) crawlAll(t *testing.T, prefix string, sites []string, 
 			ready := meta.FindStatusCondition(ct.Status.Conditions, crawlv1.ConditionReady)
 			if ready != nil && ready.Status == metav1.ConditionTrue && ct.Status.Runs >= 1 {
 				done++
+				if _, ok := readyAt[ct.Name]; !ok {
+					readyAt[ct.Name] = time.Since(start)
+				}
 			}
 		}
 		if done < len(sites) {
@@ -275,6 +278,7 @@ func (c *makespanCluster) crawlAll(t *testing.T, prefix string, sites []string, 
 	}
 	t.Logf("%s: %d sites Ready after %.2fs, at most %d crawls at once", prefix, len(sites), elapsed.Seconds(), maxRunning)
 	logSlotGaps(t, created, finished)
+	logPhases(t, start, sites, created, finished, readyAt)
 	if len(created) == 1 {
 		for name, c := range created {
 			t.Logf("%s: its crawler Pod lived %.2fs", prefix, (finished[name] - c).Seconds())
@@ -318,16 +322,36 @@ func logSlotGaps(t *testing.T, created, finished map[string]time.Duration) {
 		(life / time.Duration(len(created))).Seconds())
 }
 
+// makespanSite is one web site of the measurement, which notes when the
+// crawler's first and last requests reached it.
+type makespanSite struct {
+	url         string
+	mu          sync.Mutex
+	first, last time.Time
+}
+
+func (s *makespanSite) requests() (first, last time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first, s.last
+}
+
 // startMakespanSite serves makespanPages linked pages on ip (a host of its
-// own: the operator never crawls one host twice at once) and returns its
-// base URL.
-func startMakespanSite(t *testing.T, ip string) string {
+// own: the operator never crawls one host twice at once).
+func startMakespanSite(t *testing.T, ip string) *makespanSite {
 	t.Helper()
 	l, err := net.Listen("tcp4", ip+":0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	site := &makespanSite{url: "http://" + l.Addr().String()}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site.mu.Lock()
+		if site.first.IsZero() {
+			site.first = time.Now()
+		}
+		site.last = time.Now()
+		site.mu.Unlock()
 		if r.URL.Path == "/robots.txt" {
 			fmt.Fprint(w, "User-agent: *\nAllow: /\n")
 			return
@@ -357,7 +381,40 @@ func startMakespanSite(t *testing.T, ip string) string {
 		_ = srv.Close()
 		wg.Wait()
 	})
-	return "http://" + l.Addr().String()
+	return site
+}
+
+// logPhases logs where a crawl's time went, averaged over the sites: from
+// its Pod being seen to the crawler's first request, the requests
+// themselves (the site's delay makes most of it), from the last request to
+// the Pod being seen finished, and from there to the CrawlTarget being seen
+// Ready. Seen means by the 50 ms polling, so each figure is to ±50 ms.
+func logPhases(t *testing.T, start time.Time, sites []*makespanSite, created, finished, readyAt map[string]time.Duration) {
+	t.Helper()
+	var toFirst, crawling, toFinished, toReady time.Duration
+	n := 0
+	for i, s := range sites {
+		ct := fmt.Sprintf("site-%02d", i)
+		pod := crawlpod.PodName(ct, 1)
+		first, last := s.requests()
+		c, okc := created[pod]
+		f, okf := finished[pod]
+		r, okr := readyAt[ct]
+		if first.IsZero() || !okc || !okf || !okr {
+			continue
+		}
+		n++
+		toFirst += first.Sub(start) - c
+		crawling += last.Sub(first)
+		toFinished += f - last.Sub(start)
+		toReady += r - f
+	}
+	if n == 0 {
+		return
+	}
+	avg := func(d time.Duration) float64 { return (d / time.Duration(n)).Seconds() }
+	t.Logf("where a crawl's time went (average of %d): Pod seen → first request %.2fs; first → last request %.2fs; last request → Pod seen finished %.2fs; → CrawlTarget seen Ready %.2fs",
+		n, avg(toFirst), avg(crawling), avg(toFinished), avg(toReady))
 }
 
 // waitMakespan polls check every 50 ms until it returns nil, failing the

@@ -124,6 +124,19 @@ var (
 // benchmark the manager's RSS rose 63 MiB with its live heap 2.7 MiB.
 var idleConnLife = time.Minute
 
+// maxOpenConns bounds the connections, and with them the page caches, the
+// store holds at once: database/sql otherwise opens one per concurrent
+// query, so a burst of searches from the public search endpoint could
+// hold as many caches of up to 32 MiB each (64 searches at once, 2 GiB).
+// Four is one writer, the checkpointer and two readers at full speed; a
+// search beyond them waits in the pool for its turn (its request's
+// context bounds the wait), which on the few cores a manager gets costs
+// little, since SQLite's reads are CPU work in this process. The bound is
+// 4 × 32 MiB. No operation of the store asks for a second connection
+// while it holds one (a write runs in its one transaction, a search closes
+// each result set before the next query), so the cap cannot deadlock.
+const maxOpenConns = 4
+
 // busyTimeout is how long a statement waits for another connection's lock.
 var busyTimeout = 10 * time.Second
 
@@ -150,6 +163,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
 	db.SetConnMaxIdleTime(idleConnLife)
+	db.SetMaxOpenConns(maxOpenConns)
 	if err := migrate(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)

@@ -213,6 +213,98 @@ func TestManyWritersQueue(t *testing.T) {
 	}
 }
 
+// TestConnectionsAreCapped: however many searches and writes come at
+// once, the store never holds more than maxOpenConns connections (each
+// with its own page cache); those beyond wait for one and all finish.
+func TestConnectionsAreCapped(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	var docs []store.SiteDoc
+	_ = storetest.CorpusSmall.Generate(func(d store.SiteDoc) error {
+		if len(docs) == 8 {
+			return errors.New("enough")
+		}
+		d.Source = fmt.Sprintf("crawl/site-%d", len(docs))
+		docs = append(docs, d)
+		return nil
+	})
+	// Hold every connection but one: a write still gets through on it.
+	var held []*sql.Conn
+	for range maxOpenConns - 1 {
+		c, err := s.DB().Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	if err := s.ReplaceSite(ctx, docs[0]); err != nil {
+		t.Fatalf("a write with one connection left: %v", err)
+	}
+	// Hold the last one too: a search must now wait, not open a fifth.
+	last, err := s.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held = append(held, last)
+	searched := make(chan error, 1)
+	go func() {
+		_, err := s.Search(ctx, "bread", 10)
+		searched <- err
+	}()
+	select {
+	case err := <-searched:
+		t.Fatalf("a search ran with all %d connections held (err %v): the pool opened another", maxOpenConns, err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if open := s.DB().Stats().OpenConnections; open != maxOpenConns {
+		t.Fatalf("%d connections open, want %d", open, maxOpenConns)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	if err := <-searched; err != nil {
+		t.Fatalf("the waiting search: %v", err)
+	}
+	// A burst: 32 searches and the other writes at once all finish, and
+	// the pool never went past the cap.
+	stop := make(chan struct{})
+	peak := make(chan int)
+	go func() {
+		most := 0
+		for {
+			most = max(most, s.DB().Stats().OpenConnections)
+			select {
+			case <-stop:
+				peak <- most
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	errs := make(chan error, 32+len(docs))
+	var all sync.WaitGroup
+	for i := range 32 {
+		all.Go(func() {
+			_, err := s.Search(ctx, []string{"bread", "rye", "oven", "flour"}[i%4], 10)
+			errs <- err
+		})
+	}
+	for _, d := range docs[1:] {
+		all.Go(func() { errs <- s.ReplaceSite(ctx, d) })
+	}
+	all.Wait()
+	close(stop)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if most := <-peak; most > maxOpenConns {
+		t.Errorf("%d connections open at once during the burst, more than %d", most, maxOpenConns)
+	}
+}
+
 // TestIdleConnectionsClose: connections opened for searches at once are
 // closed once idle, and with them their page caches.
 func TestIdleConnectionsClose(t *testing.T) {

@@ -218,6 +218,7 @@ func (c *makespanCluster) crawlAll(t *testing.T, prefix string, sites []*makespa
 	// When each crawler Pod was first seen, and first seen finished, from
 	// the start: how long a freed slot sat idle is the gap between them.
 	created, finished, readyAt := map[string]time.Duration{}, map[string]time.Duration{}, map[string]time.Duration{}
+	delivered := map[string]time.Duration{}
 	waitMakespan(t, 10*time.Minute, prefix+" crawled", func() error {
 		var pods corev1.PodList
 		if err := c.Client.List(ctx, &pods, client.InNamespace(ns.Name)); err != nil {
@@ -246,6 +247,15 @@ func (c *makespanCluster) crawlAll(t *testing.T, prefix string, sites []*makespa
 		}
 		if running > makespanSlots {
 			t.Fatalf("%d crawls at once, more than the %d slots", running, makespanSlots)
+		}
+		var indexes crawlv1.SiteIndexList
+		if err := c.Client.List(ctx, &indexes, client.InNamespace(ns.Name)); err != nil {
+			return err
+		}
+		for _, si := range indexes.Items {
+			if _, ok := delivered[si.Name]; !ok && si.Status.Complete {
+				delivered[si.Name] = time.Since(start)
+			}
 		}
 		var targets crawlv1.CrawlTargetList
 		if err := c.Client.List(ctx, &targets, client.InNamespace(ns.Name)); err != nil {
@@ -278,7 +288,7 @@ func (c *makespanCluster) crawlAll(t *testing.T, prefix string, sites []*makespa
 	}
 	t.Logf("%s: %d sites Ready after %.2fs, at most %d crawls at once", prefix, len(sites), elapsed.Seconds(), maxRunning)
 	logSlotGaps(t, created, finished)
-	logPhases(t, start, sites, created, finished, readyAt)
+	logPhases(t, start, sites, created, delivered, finished, readyAt)
 	if len(created) == 1 {
 		for name, c := range created {
 			t.Logf("%s: its crawler Pod lived %.2fs", prefix, (finished[name] - c).Seconds())
@@ -387,11 +397,12 @@ func startMakespanSite(t *testing.T, ip string) *makespanSite {
 // logPhases logs where a crawl's time went, averaged over the sites: from
 // its Pod being seen to the crawler's first request, the requests
 // themselves (the site's delay makes most of it), from the last request to
-// the Pod being seen finished, and from there to the CrawlTarget being seen
-// Ready. Seen means by the 50 ms polling, so each figure is to ±50 ms.
-func logPhases(t *testing.T, start time.Time, sites []*makespanSite, created, finished, readyAt map[string]time.Duration) {
+// the result being seen in the SiteIndex and the Pod being seen finished,
+// and from there to the CrawlTarget being seen Ready. Seen means by the
+// 50 ms polling, so each figure is to ±50 ms.
+func logPhases(t *testing.T, start time.Time, sites []*makespanSite, created, delivered, finished, readyAt map[string]time.Duration) {
 	t.Helper()
-	var toFirst, crawling, toFinished, toReady time.Duration
+	var toFirst, crawling, toDelivered, toFinished, toReady time.Duration
 	n := 0
 	for i, s := range sites {
 		ct := fmt.Sprintf("site-%02d", i)
@@ -400,21 +411,24 @@ func logPhases(t *testing.T, start time.Time, sites []*makespanSite, created, fi
 		c, okc := created[pod]
 		f, okf := finished[pod]
 		r, okr := readyAt[ct]
-		if first.IsZero() || !okc || !okf || !okr {
+		d, okd := delivered[ct]
+		if first.IsZero() || !okc || !okf || !okr || !okd {
 			continue
 		}
 		n++
 		toFirst += first.Sub(start) - c
 		crawling += last.Sub(first)
+		toDelivered += d - last.Sub(start)
 		toFinished += f - last.Sub(start)
 		toReady += r - f
 	}
 	if n == 0 {
+		t.Logf("no site with every phase seen: %d delivered, %d finished, %d Ready", len(delivered), len(finished), len(readyAt))
 		return
 	}
 	avg := func(d time.Duration) float64 { return (d / time.Duration(n)).Seconds() }
-	t.Logf("where a crawl's time went (average of %d): Pod seen → first request %.2fs; first → last request %.2fs; last request → Pod seen finished %.2fs; → CrawlTarget seen Ready %.2fs",
-		n, avg(toFirst), avg(crawling), avg(toFinished), avg(toReady))
+	t.Logf("where a crawl's time went (average of %d): Pod seen → first request %.2fs; first → last request %.2fs; last request → result seen in the SiteIndex %.2fs, → Pod seen finished %.2fs; → CrawlTarget seen Ready %.2fs",
+		n, avg(toFirst), avg(crawling), avg(toDelivered), avg(toFinished), avg(toReady))
 }
 
 // waitMakespan polls check every 50 ms until it returns nil, failing the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -210,6 +211,62 @@ func TestManyWritersQueue(t *testing.T) {
 		if err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestWriterGivesUpInTheQueue: a writer whose context ends while it waits
+// behind another for the one writing transaction returns the context's
+// error at once, and writes nothing; the writer before it is not disturbed.
+func TestWriterGivesUpInTheQueue(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	var docs []store.SiteDoc
+	_ = storetest.CorpusSmall.Generate(func(d store.SiteDoc) error {
+		if len(docs) == 2 {
+			return errors.New("enough")
+		}
+		d.Source = fmt.Sprintf("crawl/site-%d", len(docs))
+		docs = append(docs, d)
+		return nil
+	})
+	// Another process's writer, as far as this store can tell: a raw
+	// connection holding SQLite's write lock.
+	lock, err := s.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	// The first writer takes the store's queue and waits for the lock.
+	first := make(chan error, 1)
+	go func() { first <- s.ReplaceSite(ctx, docs[0]) }()
+	testutil.Eventually(t, 10*time.Second, "first writer waiting for the file lock", func() error {
+		if n := s.DB().Stats().InUse; n != 2 {
+			return fmt.Errorf("%d connections in use", n)
+		}
+		return nil
+	})
+	// The second waits in the queue; its context ends there.
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	err = s.ReplaceSite(cctx, docs[1])
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "waiting for the writer before it") {
+		t.Fatalf("second writer = %v, want the context's deadline while queued", err)
+	}
+	if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("first writer: %v", err)
+	}
+	sources, err := s.Sources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sources) != 1 || sources[0].Source != docs[0].Source {
+		t.Errorf("sources = %+v, want only %s", sources, docs[0].Source)
 	}
 }
 

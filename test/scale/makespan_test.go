@@ -30,6 +30,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -190,12 +192,14 @@ func (c *makespanCluster) crawlAll(t *testing.T, prefix string, sites []*makespa
 	if err := c.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
+	obs := c.observe(t, ns.Name, len(sites))
 	// The targets are created at once, as a GitOps tool applies a
 	// directory with parallel requests: created one after the other, the
 	// sixteen creates alone took 0.3–0.6 s on this machine, and the slots
 	// sat idle for want of targets the harness had not sent yet, which
 	// is not what the makespan measures.
 	start := time.Now()
+	obs.setStart(start)
 	errs := make(chan error, len(sites))
 	var creates sync.WaitGroup
 	for i, s := range sites {
@@ -213,70 +217,18 @@ func (c *makespanCluster) crawlAll(t *testing.T, prefix string, sites []*makespa
 		}
 	}
 	t.Logf("%s: %d CrawlTargets created in %.2fs", prefix, len(sites), time.Since(start).Seconds())
-	var elapsed time.Duration
-	maxRunning := 0
-	// When each crawler Pod was first seen, and first seen finished, from
-	// the start: how long a freed slot sat idle is the gap between them.
-	created, finished, readyAt := map[string]time.Duration{}, map[string]time.Duration{}, map[string]time.Duration{}
-	delivered := map[string]time.Duration{}
-	waitMakespan(t, 10*time.Minute, prefix+" crawled", func() error {
-		var pods corev1.PodList
-		if err := c.Client.List(ctx, &pods, client.InNamespace(ns.Name)); err != nil {
-			return err
-		}
-		perNode := map[string]int{}
-		running := 0
-		for i := range pods.Items {
-			name := pods.Items[i].Name
-			if _, ok := created[name]; !ok {
-				created[name] = time.Since(start)
-			}
-			if _, ok := finished[name]; !ok && crawlpod.Finished(&pods.Items[i]) {
-				finished[name] = time.Since(start)
-			}
-			if !crawlpod.Finished(&pods.Items[i]) {
-				perNode[pods.Items[i].Annotations[crawlpod.AnnotationEgressNode]]++
-				running++
-			}
-		}
-		maxRunning = max(maxRunning, running)
-		for node, n := range perNode {
-			if n > makespanPerNode {
-				t.Fatalf("%d crawls at once on node %s, more than its %d slots", n, node, makespanPerNode)
-			}
-		}
-		if running > makespanSlots {
-			t.Fatalf("%d crawls at once, more than the %d slots", running, makespanSlots)
-		}
-		var indexes crawlv1.SiteIndexList
-		if err := c.Client.List(ctx, &indexes, client.InNamespace(ns.Name)); err != nil {
-			return err
-		}
-		for _, si := range indexes.Items {
-			if _, ok := delivered[si.Name]; !ok && si.Status.Complete {
-				delivered[si.Name] = time.Since(start)
-			}
-		}
-		var targets crawlv1.CrawlTargetList
-		if err := c.Client.List(ctx, &targets, client.InNamespace(ns.Name)); err != nil {
-			return err
-		}
-		done := 0
-		for _, ct := range targets.Items {
-			ready := meta.FindStatusCondition(ct.Status.Conditions, crawlv1.ConditionReady)
-			if ready != nil && ready.Status == metav1.ConditionTrue && ct.Status.Runs >= 1 {
-				done++
-				if _, ok := readyAt[ct.Name]; !ok {
-					readyAt[ct.Name] = time.Since(start)
-				}
-			}
-		}
-		if done < len(sites) {
-			return fmt.Errorf("%d of %d Ready", done, len(sites))
-		}
-		elapsed = time.Since(start)
-		return nil
-	})
+	select {
+	case <-obs.done:
+	case <-time.After(10 * time.Minute):
+		t.Fatalf("%s: not all %d Ready after 10 minutes", prefix, len(sites))
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.violation != "" {
+		t.Fatal(obs.violation)
+	}
+	elapsed := obs.allReady
+	maxRunning := obs.maxRunning
 	var targets crawlv1.CrawlTargetList
 	if err := c.Client.List(ctx, &targets, client.InNamespace(ns.Name)); err != nil {
 		t.Fatal(err)
@@ -287,19 +239,160 @@ func (c *makespanCluster) crawlAll(t *testing.T, prefix string, sites []*makespa
 		}
 	}
 	t.Logf("%s: %d sites Ready after %.2fs, at most %d crawls at once", prefix, len(sites), elapsed.Seconds(), maxRunning)
-	logSlotGaps(t, created, finished)
-	logPhases(t, start, sites, created, delivered, finished, readyAt)
-	if len(created) == 1 {
-		for name, c := range created {
-			t.Logf("%s: its crawler Pod lived %.2fs", prefix, (finished[name] - c).Seconds())
+	logSlotGaps(t, obs.created, obs.finished)
+	logPhases(t, start, sites, obs)
+	if len(obs.created) == 1 {
+		for name, c := range obs.created {
+			t.Logf("%s: its crawler Pod lived %.2fs", prefix, (obs.finished[name] - c).Seconds())
 		}
 	}
 	return elapsed
 }
 
+// observer follows one namespace's crawler Pods, SiteIndexes and
+// CrawlTargets through watches and notes, from the start, when it first
+// saw each Pod, each Pod finished, each result and each target Ready:
+// exact to the event, and without the load of listing everything every
+// few milliseconds on the machine being measured. It checks the slot
+// limits on every Pod event.
+type observer struct {
+	mu                           sync.Mutex
+	start                        time.Time
+	want                         int
+	created, bound, started      map[string]time.Duration
+	finished, delivered, readyAt map[string]time.Duration
+	running                      map[string]string // unfinished Pod → its egress node
+	maxRunning                   int
+	violation                    string
+	allReady                     time.Duration
+	done                         chan struct{}
+}
+
+// observe starts watching ns, before anything is created in it, until
+// want CrawlTargets are Ready with a crawl recorded.
+func (c *makespanCluster) observe(t *testing.T, ns string, want int) *observer {
+	t.Helper()
+	wc, err := client.NewWithWatch(c.Config, client.Options{Scheme: cluster.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &observer{
+		want: want, created: map[string]time.Duration{}, bound: map[string]time.Duration{}, started: map[string]time.Duration{},
+		finished:  map[string]time.Duration{},
+		delivered: map[string]time.Duration{}, readyAt: map[string]time.Duration{},
+		running: map[string]string{}, done: make(chan struct{}),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	for _, list := range []client.ObjectList{&corev1.PodList{}, &crawlv1.SiteIndexList{}, &crawlv1.CrawlTargetList{}} {
+		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case e, ok := <-w.ResultChan():
+					if !ok {
+						o.fail("a watch of the measurement ended early")
+						return
+					}
+					o.see(e.Type, e.Object)
+				}
+			}
+		})
+	}
+	return o
+}
+
+func (o *observer) setStart(at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.start = at
+}
+
+func (o *observer) fail(why string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.violation == "" && o.allReady == 0 {
+		o.violation = why
+		close(o.done)
+	}
+}
+
+func (o *observer) see(typ watch.EventType, obj runtime.Object) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.violation != "" || o.allReady > 0 {
+		return
+	}
+	at := time.Since(o.start)
+	first := func(m map[string]time.Duration, name string) {
+		if _, ok := m[name]; !ok {
+			m[name] = at
+		}
+	}
+	switch x := obj.(type) {
+	case *corev1.Pod:
+		first(o.created, x.Name)
+		if x.Spec.NodeName != "" {
+			first(o.bound, x.Name)
+		}
+		if x.Status.StartTime != nil {
+			first(o.started, x.Name)
+		}
+		if typ == watch.Deleted {
+			delete(o.running, x.Name)
+			return
+		}
+		if crawlpod.Finished(x) {
+			first(o.finished, x.Name)
+			delete(o.running, x.Name)
+			return
+		}
+		o.running[x.Name] = x.Annotations[crawlpod.AnnotationEgressNode]
+		perNode := map[string]int{}
+		for _, node := range o.running {
+			perNode[node]++
+		}
+		o.maxRunning = max(o.maxRunning, len(o.running))
+		for node, n := range perNode {
+			if n > makespanPerNode {
+				o.violation = fmt.Sprintf("%d crawls at once on node %s, more than its %d slots", n, node, makespanPerNode)
+			}
+		}
+		if len(o.running) > makespanSlots {
+			o.violation = fmt.Sprintf("%d crawls at once, more than the %d slots", len(o.running), makespanSlots)
+		}
+		if o.violation != "" {
+			close(o.done)
+		}
+	case *crawlv1.SiteIndex:
+		if x.Status.Complete {
+			first(o.delivered, x.Name)
+		}
+	case *crawlv1.CrawlTarget:
+		ready := meta.FindStatusCondition(x.Status.Conditions, crawlv1.ConditionReady)
+		if ready != nil && ready.Status == metav1.ConditionTrue && x.Status.Runs >= 1 {
+			first(o.readyAt, x.Name)
+			if len(o.readyAt) == o.want {
+				o.allReady = at
+				close(o.done)
+			}
+		}
+	}
+}
+
 // logSlotGaps logs, for the Pods that started once the first wave filled
 // every slot, how long after the n-th crawl ended the n-th of them was
-// created (to the 50 ms of the polling).
+// created.
 func logSlotGaps(t *testing.T, created, finished map[string]time.Duration) {
 	t.Helper()
 	if len(created) <= makespanSlots {
@@ -395,40 +488,45 @@ func startMakespanSite(t *testing.T, ip string) *makespanSite {
 }
 
 // logPhases logs where a crawl's time went, averaged over the sites: from
-// its Pod being seen to the crawler's first request, the requests
-// themselves (the site's delay makes most of it), from the last request to
-// the result being seen in the SiteIndex and the Pod being seen finished,
-// and from there to the CrawlTarget being seen Ready. Seen means by the
-// 50 ms polling, so each figure is to ±50 ms.
-func logPhases(t *testing.T, start time.Time, sites []*makespanSite, created, delivered, finished, readyAt map[string]time.Duration) {
+// its Pod being seen to it being bound to a node, to the node reporting
+// it started, to the crawler's first request; the requests themselves
+// (the site's delay makes most of it); from the last request to the
+// result being seen in the SiteIndex and the Pod being seen finished; and
+// from there to the CrawlTarget being seen Ready. Each is as its watch
+// event arrived.
+func logPhases(t *testing.T, start time.Time, sites []*makespanSite, o *observer) {
 	t.Helper()
-	var toFirst, crawling, toDelivered, toFinished, toReady time.Duration
+	var toBound, toStarted, toFirst, crawling, toDelivered, toFinished, toReady time.Duration
 	n := 0
 	for i, s := range sites {
 		ct := fmt.Sprintf("site-%02d", i)
 		pod := crawlpod.PodName(ct, 1)
 		first, last := s.requests()
-		c, okc := created[pod]
-		f, okf := finished[pod]
-		r, okr := readyAt[ct]
-		d, okd := delivered[ct]
-		if first.IsZero() || !okc || !okf || !okr || !okd {
+		c, okc := o.created[pod]
+		b, okb := o.bound[pod]
+		st, oks := o.started[pod]
+		f, okf := o.finished[pod]
+		r, okr := o.readyAt[ct]
+		d, okd := o.delivered[ct]
+		if first.IsZero() || !okc || !okb || !oks || !okf || !okr || !okd {
 			continue
 		}
 		n++
-		toFirst += first.Sub(start) - c
+		toBound += b - c
+		toStarted += st - b
+		toFirst += first.Sub(start) - st
 		crawling += last.Sub(first)
 		toDelivered += d - last.Sub(start)
 		toFinished += f - last.Sub(start)
 		toReady += r - f
 	}
 	if n == 0 {
-		t.Logf("no site with every phase seen: %d delivered, %d finished, %d Ready", len(delivered), len(finished), len(readyAt))
+		t.Logf("no site with every phase seen: %d delivered, %d finished, %d Ready", len(o.delivered), len(o.finished), len(o.readyAt))
 		return
 	}
 	avg := func(d time.Duration) float64 { return (d / time.Duration(n)).Seconds() }
-	t.Logf("where a crawl's time went (average of %d): Pod seen → first request %.2fs; first → last request %.2fs; last request → result seen in the SiteIndex %.2fs, → Pod seen finished %.2fs; → CrawlTarget seen Ready %.2fs",
-		n, avg(toFirst), avg(crawling), avg(toDelivered), avg(toFinished), avg(toReady))
+	t.Logf("where a crawl's time went (average of %d): Pod seen → bound %.2fs → started %.2fs → first request %.2fs; first → last request %.2fs; last request → result seen in the SiteIndex %.2fs, → Pod seen finished %.2fs; → CrawlTarget seen Ready %.2fs",
+		n, avg(toBound), avg(toStarted), avg(toFirst), avg(crawling), avg(toDelivered), avg(toFinished), avg(toReady))
 }
 
 // waitMakespan polls check every 50 ms until it returns nil, failing the

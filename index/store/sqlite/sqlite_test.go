@@ -27,6 +27,21 @@ func open(t testing.TB) *Store {
 	return s
 }
 
+// sites returns the first n sites of the small corpus, each a SiteIndex
+// of its own.
+func sites(n int) []store.SiteDoc {
+	var docs []store.SiteDoc
+	_ = storetest.CorpusSmall.Generate(func(d store.SiteDoc) error {
+		if len(docs) == n {
+			return errors.New("enough")
+		}
+		d.Source = fmt.Sprintf("crawl/site-%d", len(docs))
+		docs = append(docs, d)
+		return nil
+	})
+	return docs
+}
+
 func TestContract(t *testing.T) {
 	storetest.Run(t, storetest.Backend{
 		Open: func(t *testing.T) store.Store { return open(t) },
@@ -191,15 +206,7 @@ func TestManyWritersQueue(t *testing.T) {
 	busyTimeout = 30 * time.Millisecond
 	t.Cleanup(func() { busyTimeout = timeout })
 	s := open(t)
-	var docs []store.SiteDoc
-	_ = storetest.CorpusSmall.Generate(func(d store.SiteDoc) error {
-		if len(docs) == 16 {
-			return errors.New("enough")
-		}
-		d.Source = fmt.Sprintf("crawl/site-%d", len(docs))
-		docs = append(docs, d)
-		return nil
-	})
+	docs := sites(16)
 	errs := make(chan error, len(docs))
 	var writers sync.WaitGroup
 	for _, d := range docs {
@@ -220,15 +227,7 @@ func TestManyWritersQueue(t *testing.T) {
 func TestWriterGivesUpInTheQueue(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
-	var docs []store.SiteDoc
-	_ = storetest.CorpusSmall.Generate(func(d store.SiteDoc) error {
-		if len(docs) == 2 {
-			return errors.New("enough")
-		}
-		d.Source = fmt.Sprintf("crawl/site-%d", len(docs))
-		docs = append(docs, d)
-		return nil
-	})
+	docs := sites(2)
 	// Another process's writer, as far as this store can tell: a raw
 	// connection holding SQLite's write lock.
 	lock, err := s.DB().Conn(ctx)
@@ -276,15 +275,7 @@ func TestWriterGivesUpInTheQueue(t *testing.T) {
 func TestConnectionsAreCapped(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
-	var docs []store.SiteDoc
-	_ = storetest.CorpusSmall.Generate(func(d store.SiteDoc) error {
-		if len(docs) == 8 {
-			return errors.New("enough")
-		}
-		d.Source = fmt.Sprintf("crawl/site-%d", len(docs))
-		docs = append(docs, d)
-		return nil
-	})
+	docs := sites(8)
 	// Hold every connection but one: a write still gets through on it.
 	var held []*sql.Conn
 	for range maxOpenConns - 1 {

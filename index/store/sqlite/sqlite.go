@@ -128,10 +128,11 @@ var idleConnLife = time.Minute
 // store holds at once: database/sql otherwise opens one per concurrent
 // query, so a burst of searches from the public search endpoint could
 // hold as many caches of up to 32 MiB each (64 searches at once, 2 GiB).
-// Four is one writer, the checkpointer and two readers at full speed; a
-// search beyond them waits in the pool for its turn (its request's
-// context bounds the wait), which on the few cores a manager gets costs
-// little, since SQLite's reads are CPU work in this process. The bound is
+// Four leaves room for the writer, the checkpointer and two readers at
+// once; a search beyond them waits in the pool for its turn, bounded by
+// its request's deadline (the search API's 10 s, then a 503), which on the
+// few cores a manager gets costs little: SQLite's reads are CPU work in
+// this process. The bound is
 // 4 × 32 MiB. No operation of the store asks for a second connection
 // while it holds one (a write runs in its one transaction, a search closes
 // each result set before the next query), so the cap cannot deadlock.

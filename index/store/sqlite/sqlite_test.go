@@ -294,6 +294,14 @@ func TestConnectionsAreCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	held = append(held, last)
+	// A search whose deadline passes in the pool gets the deadline (the
+	// search API answers it 503 with Retry-After), not a fifth connection.
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = s.Search(short, "bread", 10)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a search past its deadline in the pool = %v, want context.DeadlineExceeded", err)
+	}
 	searched := make(chan error, 1)
 	go func() {
 		_, err := s.Search(ctx, "bread", 10)

@@ -18,7 +18,7 @@ require (
 	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	golang.org/x/net v0.62.0
 	golang.org/x/text v0.43.0
-	helm.sh/helm/v3 v3.22.0
+	helm.sh/helm/v3 v3.21.4
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.0
 	k8s.io/apimachinery v0.37.2

@@ -54,8 +54,23 @@ build: ## Build bin/manager, bin/crawler and the dev tools (bin/devcluster, bin/
 	CGO_ENABLED=0 go build -o $(BIN)/samplesite ./hack/samplesite
 
 .PHONY: k8s-bin
-k8s-bin: ## Build etcd, kube-apiserver, kubectl, kube-scheduler, kube-controller-manager into bin/k8s (skipped when current).
+k8s-bin: ## Build etcd, kube-apiserver, kubectl, kube-scheduler, kube-controller-manager, kubelet, kube-proxy into bin/k8s (skipped when current).
 	hack/k8s-bin.sh
+
+HELM_VERSION := $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3}' hack/tools/helm/go.mod)
+HELM_CACHE   := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/crawl-operator/helm-$(HELM_VERSION)
+
+.PHONY: helm-bin
+helm-bin: ## Build the helm CLI at hack/tools/helm's pinned version into bin/helm (skipped when current; cached in ~/.cache/crawl-operator).
+	@if [ "$$($(BIN)/helm version --template '{{.Version}}' 2>/dev/null)" = "$(HELM_VERSION)" ]; then \
+		echo "bin/helm is up to date ($(HELM_VERSION))"; \
+	elif [ -x "$(HELM_CACHE)/helm" ]; then \
+		mkdir -p $(BIN) && cp -a "$(HELM_CACHE)/helm" $(BIN)/helm && echo "copied helm $(HELM_VERSION) from $(HELM_CACHE)"; \
+	else \
+		echo "building helm $(HELM_VERSION) into $(BIN)"; \
+		cd hack/tools/helm && CGO_ENABLED=0 go build -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" -o $(BIN)/helm helm.sh/helm/v3/cmd/helm; \
+		mkdir -p "$(HELM_CACHE)" && cp -a $(BIN)/helm "$(HELM_CACHE)/helm" || true; \
+	fi
 
 ##@ Test
 
@@ -95,6 +110,10 @@ REAL_NODE ?=
 .PHONY: demo
 demo: k8s-bin build ## Run the whole job locally: cluster, manager, sample site, a crawl, a search (REAL_NODE=1: in real containers).
 	REAL_NODE=$(REAL_NODE) RN_IMAGE=$(IMG) hack/demo.sh
+
+.PHONY: demo-helm
+demo-helm: k8s-bin helm-bin build ## The chart as users install it, on a real node (root): helm install, a CrawlTarget Ready, a search through the index Service.
+	RN_IMAGE=$(IMG) IMAGE_TAR=$(IMAGE_TAR) hack/demo-helm.sh
 
 .PHONY: dev-cluster
 dev-cluster: k8s-bin build ## Start the local cluster in the background (KUBECONFIG=bin/kubeconfig); REAL_NODE=1: a real kubelet + containerd node (root).

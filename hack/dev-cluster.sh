@@ -5,8 +5,10 @@
 # State lives in .dev/: pid files, logs, crawler Pod logs (.dev/cluster/pods).
 #
 # REAL_NODE=1: no stand-in nodes; a real kubelet + containerd node joins
-# instead (hack/realnode.sh, root), and `down` removes it and everything it
-# set up on the machine. DEV_DIR, DEV_KUBECONFIG, K8S_BIN, DEVCLUSTER_BIN and
+# instead (hack/realnode.sh, root) with kube-proxy, cluster DNS and a
+# default StorageClass (bin/devcluster addons), on an address plan of free
+# ranges (bin/devcluster plan); `down` removes it and everything it set up
+# on the machine. DEV_DIR, DEV_KUBECONFIG, K8S_BIN, DEVCLUSTER_BIN and
 # CRAWLER_BIN move the state, the kubeconfig and the binaries (the
 # end-to-end tests use them). DEV_CLUSTER_TIMEOUT (seconds, default 300)
 # bounds the wait for a Ready cluster; after it, `up` stops what it started,
@@ -72,7 +74,6 @@ up() {
 			echo "dev cluster already running, but not with REAL_NODE=${REAL_NODE:-0}: make dev-cluster-down first" >&2
 			exit 1
 		fi
-		if [ "$mode" = real-node ]; then hack/realnode.sh up; fi
 		echo "dev cluster already running (KUBECONFIG=$KUBECONFIG)"
 		return
 	fi
@@ -88,10 +89,19 @@ up() {
 	fi
 	rm -f "$KUBECONFIG" "$DEV/devcluster.ready"
 	echo "$mode" >"$DEV/mode"
-	local fake=true want=2 what="node agent"
-	if [ "$mode" = real-node ]; then fake=false want=1 what="real node: kubelet, containerd"; fi
+	local fake=true want=2 what="node agent" net=()
+	if [ "$mode" = real-node ]; then
+		fake=false want=1 what="real node: kubelet, containerd, kube-proxy, CoreDNS, local-path-provisioner"
+		local plan
+		plan=$("$DEVCLUSTER" plan ${RN_SUBNET:+--pod-subnet "$RN_SUBNET"} ${RN_SERVICE_CIDR:+--service-cidr "$RN_SERVICE_CIDR"})
+		RN_SUBNET=$(sed -n 's/^RN_SUBNET=//p' <<<"$plan")
+		RN_SERVICE_CIDR=$(sed -n 's/^RN_SERVICE_CIDR=//p' <<<"$plan")
+		RN_CLUSTER_DNS=$(sed -n 's/^RN_CLUSTER_DNS=//p' <<<"$plan")
+		export RN_SUBNET RN_SERVICE_CIDR RN_CLUSTER_DNS
+		net=(--pod-subnet "$RN_SUBNET" --service-cidr "$RN_SERVICE_CIDR")
+	fi
 	nohup "$DEVCLUSTER" --bin-dir "$K8S_BIN" --dir "$DEV/cluster" --kubeconfig-out "$KUBECONFIG" \
-		--ready-file "$DEV/devcluster.ready" --crawler "$CRAWLER" --fake-nodes=$fake >"$DEV/devcluster.log" 2>&1 &
+		--ready-file "$DEV/devcluster.ready" --crawler "$CRAWLER" --fake-nodes=$fake "${net[@]}" >"$DEV/devcluster.log" 2>&1 &
 	local pid=$!
 	echo "$pid" >"$DEV/devcluster.pid"
 	printf "starting dev cluster (etcd, kube-apiserver, kube-scheduler, kube-controller-manager, %s)" "$what"
@@ -115,7 +125,9 @@ up() {
 		if [ -f "$DEV/devcluster.ready" ]; then
 			if [ "$mode" = real-node ] && [ -z "$joined" ]; then
 				echo
-				if ! hack/realnode.sh up; then
+				if ! hack/realnode.sh up || ! addons_up; then
+					addons_down
+					hack/realnode.sh down || true
 					stop_pid devcluster "$pid"
 					rm -f "$KUBECONFIG" "$DEV/mode"
 					exit 1
@@ -139,9 +151,36 @@ up() {
 	done
 }
 
+# addons_up starts kube-proxy and deploys CoreDNS and the provisioner on
+# the real node (hack/devcluster/addons).
+addons_up() {
+	# shellcheck disable=SC1091
+	local node sock
+	node=$(. "$RN_DIR/env"; echo "$RN_NODE")
+	sock=$(. "$RN_DIR/env"; echo "$RN_SOCK")
+	echo "starting kube-proxy, CoreDNS and local-path-provisioner on $node"
+	"$DEVCLUSTER" addons up --state-dir "$RN_DIR/addons" --kubeconfig "$KUBECONFIG" --node "$node" \
+		--containerd-socket "$sock" --kube-proxy "$K8S_BIN/kube-proxy" \
+		--pod-subnet "$RN_SUBNET" --service-cidr "$RN_SERVICE_CIDR"
+}
+
+addons_down() { "$DEVCLUSTER" addons down --state-dir "$RN_DIR/addons" || true; }
+
+# stop_port_forward ends the kubectl port-forward of make demo-helm.
+stop_port_forward() {
+	local pid
+	pid=$(cat "$DEV/port-forward.pid" 2>/dev/null) || return 0
+	if tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q 'kubectl.* port-forward'; then
+		kill "$pid" 2>/dev/null || true
+	fi
+	rm -f "$DEV/port-forward.pid"
+}
+
 down() {
 	stop manager
 	stop samplesite
+	stop_port_forward
+	addons_down
 	# The real node goes while the control plane still answers, so its Pods
 	# are deleted gracefully; it removes itself even when it does not.
 	if [ -f "$RN_DIR/env" ] || [ -d "$RN_DIR/before" ]; then hack/realnode.sh down; fi

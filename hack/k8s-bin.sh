@@ -16,7 +16,7 @@ out=${K8S_BIN_DIR:-$root/bin/k8s}
 kube_version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$root/hack/tools/kube/go.mod")
 etcd_version=$(awk '$1=="require" && $2=="go.etcd.io/etcd/server/v3" {print $3}' "$root/hack/tools/etcd/go.mod")
 stamp="kubernetes=$kube_version etcd=$etcd_version"
-bins=(etcd kube-apiserver kubectl kube-scheduler kube-controller-manager kubelet)
+bins=(etcd kube-apiserver kubectl kube-scheduler kube-controller-manager kubelet kube-proxy)
 
 up_to_date() {
 	[ "$(cat "$out/.versions" 2>/dev/null)" = "$stamp" ] || return 1
@@ -63,7 +63,7 @@ if [ ! -x "$out/etcd" ]; then
 	echo "building etcd $etcd_version into $out"
 	(cd "$root/hack/tools/etcd" && go build -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
 fi
-for cmd in kube-apiserver kubectl kube-scheduler kube-controller-manager kubelet; do
+for cmd in kube-apiserver kubectl kube-scheduler kube-controller-manager kubelet kube-proxy; do
 	[ -x "$out/$cmd" ] && continue
 	echo "building $cmd $kube_version into $out"
 	(cd "$root/hack/tools/kube" && go build -ldflags "$ldflags" -o "$out/$cmd" "k8s.io/kubernetes/cmd/$cmd")

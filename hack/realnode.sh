@@ -13,8 +13,9 @@
 #   hack/realnode.sh check       list whatever of the above is still on the machine (exit 1 if anything)
 #
 # Settings (environment): KUBECONFIG (default bin/kubeconfig), RN_DIR (state, default .dev/realnode),
-# RN_NODE (realnode-1), RN_EXTERNAL_IP (79.139.58.98), RN_BRIDGE (crawlrn0), RN_SUBNET (a free /24,
-# chosen when empty), RN_IMAGE (ghcr.io/lohisoft/crawl-operator:dev), RN_IMAGE_TAR (built when
+# RN_NODE (realnode-1), RN_EXTERNAL_IP (79.139.58.98), RN_BRIDGE (crawlrn0), RN_SUBNET,
+# RN_SERVICE_CIDR and RN_CLUSTER_DNS (the address plan: `bin/devcluster plan`, which hack/dev-cluster.sh
+# runs; chosen from free ranges of this machine when RN_SUBNET is empty), RN_IMAGE (ghcr.io/lohisoft/crawl-operator:dev), RN_IMAGE_TAR (built when
 # empty), RN_KUBELET_PORT (10250). After `up`, $RN_DIR/env holds what callers need (RN_GW: the
 # bridge address, where Pods reach the results endpoint and sample sites).
 set -Eeuo pipefail
@@ -30,6 +31,9 @@ NODE=${RN_NODE:-realnode-1}
 EXT_IP=${RN_EXTERNAL_IP:-79.139.58.98}
 BR=${RN_BRIDGE:-crawlrn0}
 SUBNET=${RN_SUBNET:-}
+SERVICE_CIDR=${RN_SERVICE_CIDR:-}
+CLUSTER_DNS=${RN_CLUSTER_DNS:-}
+DEVCLUSTER=${DEVCLUSTER_BIN:-$REPO/bin/devcluster}
 IMAGE=${RN_IMAGE:-ghcr.io/lohisoft/crawl-operator:dev}
 PAUSE_IMAGE=localhost/crawl-operator-pause:dev
 KUBELET_PORT=${RN_KUBELET_PORT:-10250}
@@ -38,7 +42,9 @@ CNI_NET=crawl-realnode
 SOCK=$R/containerd/containerd.sock
 KUBECTL=$K8S_BIN/kubectl
 # Sysctls the kubelet sets (and the bridge plugin: ip_forward); restored by down.
-SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward"
+# kube-proxy's Services need bridged traffic to pass iptables (its replies
+# are un-NATed there): net.bridge.bridge-nf-call-iptables.
+SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables"
 PACKAGES="containerd runc containernetworking-plugins iptables"
 # Directories outside $RN_DIR that containerd, the CNI plugins, the kubelet
 # and libmount create when missing; down removes those it did not find.
@@ -73,6 +79,8 @@ reason() {
 		echo "missing $m (apt-get install $PACKAGES; make dev-cluster REAL_NODE=1 installs them)"; return
 	fi
 	[ -x "$K8S_BIN/kubelet" ] || { echo "no kubelet in $K8S_BIN (make k8s-bin builds it)"; return; }
+	[ -x "$K8S_BIN/kube-proxy" ] || { echo "no kube-proxy in $K8S_BIN (make k8s-bin builds it)"; return; }
+	[ -f /proc/sys/net/bridge/bridge-nf-call-iptables ] || { echo "no br_netfilter (/proc/sys/net/bridge): Services cannot answer Pods on the bridge"; return; }
 	if ! ip_ok; then return; fi
 	if ip link show "$BR" >/dev/null 2>&1 && [ ! -f "$R/env" ]; then
 		echo "bridge $BR exists: another real node runs here (make dev-cluster-down, or RN_DIR of that node + hack/realnode.sh down)"; return
@@ -104,40 +112,15 @@ install_packages() {
 
 # ---- addresses ------------------------------------------------------------
 
-ip2int() { local IFS=.; set -- $1; echo $((($1 << 24) + ($2 << 16) + ($3 << 8) + $4)); }
-
-# overlaps A/LEN B/LEN
-overlaps() {
-	local a=${1%/*} al=${1#*/} b=${2%/*} bl=${2#*/}
-	[ "$al" = "$1" ] && al=32
-	[ "$bl" = "$2" ] && bl=32
-	local l=$((al < bl ? al : bl))
-	[ "$l" = 0 ] && return 0
-	local mask=$(((0xffffffff << (32 - l)) & 0xffffffff))
-	[ $(($(ip2int "$a") & mask)) = $(($(ip2int "$b") & mask)) ]
-}
-
-# host_nets lists every IPv4 network this machine has or routes to (all
-# routing tables, all addresses), default routes aside.
-host_nets() {
-	ip -4 -o addr show | awk '{print $4}'
-	ip -4 route show table all | awk '$1 ~ /^[0-9]/ {print $1} $1 ~ /^(local|broadcast|unicast|blackhole|unreachable|prohibit|throw)$/ && $2 ~ /^[0-9]/ {print $2}'
-}
-
-choose_subnet() {
-	local cands=${SUBNET:-"100.64.213.0/24 10.213.47.0/24 172.29.213.0/24 192.168.213.0/24 100.127.213.0/24"}
-	local nets c n bad
-	nets=$(host_nets)
-	for c in $cands; do
-		bad=""
-		for n in $nets; do
-			if overlaps "$c" "$n"; then bad=$n; break; fi
-		done
-		if [ -z "$bad" ]; then echo "$c"; return; fi
-		[ -n "$SUBNET" ] && { log "RN_SUBNET $SUBNET collides with $bad on this machine"; return 1; }
-	done
-	log "no free pod range among $cands (set RN_SUBNET)"
-	return 1
+# plan sets SUBNET, SERVICE_CIDR and CLUSTER_DNS: the caller's, or free
+# ranges of this machine (hack/devcluster/cluster.PlanNetwork).
+plan() {
+	if [ -n "$SUBNET" ] && [ -n "$SERVICE_CIDR" ] && [ -n "$CLUSTER_DNS" ]; then return; fi
+	local env
+	env=$("$DEVCLUSTER" plan ${SUBNET:+--pod-subnet "$SUBNET"} ${SERVICE_CIDR:+--service-cidr "$SERVICE_CIDR"}) || return 1
+	SUBNET=$(sed -n 's/^RN_SUBNET=//p' <<<"$env")
+	SERVICE_CIDR=$(sed -n 's/^RN_SERVICE_CIDR=//p' <<<"$env")
+	CLUSTER_DNS=$(sed -n 's/^RN_CLUSTER_DNS=//p' <<<"$env")
 }
 
 # ---- processes ------------------------------------------------------------
@@ -232,7 +215,7 @@ up() {
 	record_before
 	trap 'log "real node failed to start; removing what was set up (logs in $R/logs)"; down >/dev/null 2>&1 || true; exit 1' ERR
 
-	SUBNET=$(choose_subnet)
+	plan
 	local base=${SUBNET%.*/*}
 	GW=$base.1
 	log "real node $NODE: pod range $SUBNET on bridge $BR ($GW), no route off the machine"
@@ -242,12 +225,14 @@ up() {
 		RN_IMAGE_TAR=$R/images/crawl-operator.tar
 		go run ./hack/image --tag "$IMAGE" --out "$RN_IMAGE_TAR" >&2
 	fi
-	go run ./hack/image --pause --tag "$PAUSE_IMAGE" --out "$R/images/pause.tar" >&2
+	go run ./hack/image --addon pause --tag "$PAUSE_IMAGE" --out "$R/images/pause.tar" >&2
 
 	# The bridge. Pods get an address in SUBNET and no default route, so
-	# they reach only the bridge's range; the CRAWL-RN chains drop anything
-	# forwarded to or from the bridge (even with ip_forward on) and keep Pods
-	# away from the kubelet's port.
+	# they reach only the bridge's range and the Services' (through the
+	# bridge's address, where kube-proxy's rules send them on); the CRAWL-RN
+	# chains drop anything forwarded to or from the bridge (even with
+	# ip_forward on) and keep Pods away from the kubelet's port.
+	sysctl -q -w net.bridge.bridge-nf-call-iptables=1
 	ip link add "$BR" type bridge
 	sysctl -q -w "net.ipv6.conf.$BR.disable_ipv6=1" || true
 	ip addr add "$GW/24" dev "$BR"
@@ -270,7 +255,8 @@ up() {
   "plugins": [
     {"type": "bridge", "bridge": "$BR", "isGateway": true, "isDefaultGateway": false, "ipMasq": false,
      "hairpinMode": false,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$SUBNET", "gateway": "$GW"}]], "dataDir": "$R/cni/ipam"}}
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$SUBNET", "gateway": "$GW"}]], "dataDir": "$R/cni/ipam",
+              "routes": [{"dst": "$SERVICE_CIDR"}]}}
   ]
 }
 EOF
@@ -334,6 +320,9 @@ failSwapOn: false
 maxPods: 16
 podLogsDir: $R/pod-logs
 resolvConf: ""
+# Cluster DNS: the kube-dns Service (hack/devcluster/addons).
+clusterDNS: ["$CLUSTER_DNS"]
+clusterDomain: cluster.local
 registerWithTaints:
 - {key: crawl.lohisoft.com/egress, value: "true", effect: NoSchedule}
 evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%}
@@ -374,6 +363,8 @@ EOF
 RN_NODE=$NODE
 RN_BRIDGE=$BR
 RN_SUBNET=$SUBNET
+RN_SERVICE_CIDR=$SERVICE_CIDR
+RN_CLUSTER_DNS=$CLUSTER_DNS
 RN_GW=$GW
 RN_EXTERNAL_IP=$EXT_IP
 RN_IMAGE=$IMAGE
@@ -437,7 +428,7 @@ down() {
 	# What follows is told apart from what other software made by the record
 	# of the machine taken before up; without it, it is left alone.
 	if [ ! -d "$R/before" ]; then
-		rm -rf "$R/containerd" "$R/kubelet" "$R/cni" "$R/pod-logs" "$R/runc" "$R/images" "$R/env"
+		rm -rf "$R/containerd" "$R/kubelet" "$R/cni" "$R/pod-logs" "$R/runc" "$R/images" "$R/addons" "$R/env"
 		log "real node down (no record of the machine before it: iptables chains, network namespaces and cgroups not touched)"
 		return 0
 	fi
@@ -479,7 +470,7 @@ down() {
 	done
 	find /var/lib/cni -name "*$CNI_NET*" -exec rm -rf {} + 2>/dev/null || true
 	find /var/log/containers -lname "$R/*" -delete 2>/dev/null || true
-	rm -rf "$R/containerd" "$R/kubelet" "$R/cni" "$R/pod-logs" "$R/runc" "$R/images" "$R/env"
+	rm -rf "$R/containerd" "$R/kubelet" "$R/cni" "$R/pod-logs" "$R/runc" "$R/images" "$R/addons" "$R/env"
 	if [ -n "$(leftovers)" ]; then
 		log "real node down, but left behind:"
 		leftovers >&2
@@ -496,7 +487,7 @@ leftovers() {
 		# kubelet, containerd and shims of this node: their command lines name $R.
 		cmd=$(tr '\0' ' ' 2>/dev/null <"$f") || continue
 		case "${cmd%% *}" in
-		kubelet | */kubelet | containerd | */containerd | *containerd-shim*) ;;
+		kubelet | */kubelet | kube-proxy | */kube-proxy | containerd | */containerd | *containerd-shim*) ;;
 		*) continue ;;
 		esac
 		f=${f#/proc/}

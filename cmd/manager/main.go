@@ -8,15 +8,22 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/lohisoft/crawl-operator/internal/operator"
+	"github.com/lohisoft/crawl-operator/internal/uninstall"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "cleanup" {
+		os.Exit(cleanup(os.Args[2:]))
+	}
 	o := operator.Defaults()
 	o.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false}
@@ -40,4 +47,37 @@ func run(ctx context.Context, cfg *rest.Config, o operator.Options) error {
 	ctrl.Log.Info("starting manager", "resultsURL", o.Pod.ResultsURL, "crawlerImage", o.Pod.Image,
 		"maxCrawlsPerNode", o.MaxCrawlsPerNode, "minCrawlDelay", o.Pod.MinDelay)
 	return op.Start(ctx)
+}
+
+// cleanup is `manager cleanup [--namespaces a,b]`, the chart's post-delete
+// hook: it removes the crawler Pods, Secrets and NetworkPolicies the
+// manager made (internal/uninstall) and exits.
+func cleanup(args []string) int {
+	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
+	namespaces := fs.String("namespaces", "", "Comma-separated namespaces to clean (the chart's watchNamespaces); empty: every namespace.")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	c, err := client.New(ctrl.GetConfigOrDie(), client.Options{})
+	if err == nil {
+		var r uninstall.Removed
+		ctx, cancel := context.WithTimeout(ctrl.SetupSignalHandler(), 4*time.Minute)
+		defer cancel()
+		if r, err = uninstall.Cleanup(ctx, c, splitList(*namespaces)); err == nil {
+			fmt.Printf("removed %d crawler Pods, %d Secrets, %d NetworkPolicies\n", r.Pods, r.Secrets, r.NetworkPolicies)
+			return 0
+		}
+	}
+	fmt.Fprintln(os.Stderr, "manager cleanup:", err)
+	return 1
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

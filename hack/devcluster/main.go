@@ -16,9 +16,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,19 +38,46 @@ func main() {
 	crawler := flag.String("crawler", "bin/crawler", "Local binary that runs the crawler image's `crawler` command.")
 	fakeNodes := flag.Bool("fake-nodes", true, "Register egress-1 and egress-2 and run the node agent for them.")
 	readyFile := flag.String("ready-file", "", "Written once the control plane is up, the kubeconfig written and (with fake nodes) the node agent watching Pods; removed on exit.")
+	podSubnet := flag.String("pod-subnet", "", "With --fake-nodes=false: the real node's Pod range (from `devcluster plan`); the API server then serves Pods there and through the kubernetes Service.")
+	serviceCIDR := flag.String("service-cidr", "", "With --pod-subnet: the Services' range (from `devcluster plan`).")
+	if len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-") {
+		os.Exit(subcommand(os.Args[1], os.Args[2:]))
+	}
 	flag.Parse()
 	ctrl.SetLogger(zap.New())
-	if err := run(*binDir, *dir, *kubeconfig, *crawler, *readyFile, *fakeNodes); err != nil {
+	network, err := parseNetwork(*podSubnet, *serviceCIDR)
+	if err == nil {
+		err = run(*binDir, *dir, *kubeconfig, *crawler, *readyFile, *fakeNodes, network)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "devcluster:", err)
 		os.Exit(1)
 	}
 }
 
-func run(binDir, dir, kubeconfig, crawler, readyFile string, fakeNodes bool) error {
+// parseNetwork reads --pod-subnet and --service-cidr: both or neither.
+func parseNetwork(pods, services string) (*cluster.Network, error) {
+	if pods == "" && services == "" {
+		return nil, nil
+	}
+	p, err := netip.ParsePrefix(pods)
+	if err != nil {
+		return nil, fmt.Errorf("--pod-subnet: %w", err)
+	}
+	s, err := netip.ParsePrefix(services)
+	if err != nil {
+		return nil, fmt.Errorf("--service-cidr: %w", err)
+	}
+	return &cluster.Network{PodSubnet: p.Masked(), ServiceCIDR: s.Masked()}, nil
+}
+
+func run(binDir, dir, kubeconfig, crawler, readyFile string, fakeNodes bool, network *cluster.Network) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
-	opts := cluster.Options{BinDir: abs(binDir), Dir: abs(dir)}
+	opts := cluster.Options{BinDir: abs(binDir), Dir: abs(dir), Network: network}
+	if network != nil && fakeNodes {
+		return fmt.Errorf("--pod-subnet is for a real node: add --fake-nodes=false")
+	}
 	if !fakeNodes {
 		opts.Nodes = []cluster.EgressNode{}
 	}

@@ -10,10 +10,12 @@
 // image has none, so the crawler can verify HTTPS sites.
 //
 //	go run ./hack/image --tag ghcr.io/lohisoft/crawl-operator:dev --out bin/crawl-operator-image.tar
-//	go run ./hack/image --pause --tag localhost/crawl-operator-pause:dev --out bin/pause-image.tar
+//	go run ./hack/image --addon pause --tag localhost/crawl-operator-pause:dev --out bin/pause-image.tar
 //
-// --pause builds the sandbox image of the dev cluster's real node instead
-// (hack/realnode/pause, user 65535).
+// --addon builds one of the dev cluster's real-node images instead (see
+// AddonSpecs): the sandbox (pause), CoreDNS and the storage provisioner
+// with its helper, from this module or from their tools modules under
+// hack/tools, since no image can be pulled here.
 package main
 
 import (
@@ -24,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -50,7 +53,7 @@ func main() {
 	flag.StringVar(&o.tag, "tag", "ghcr.io/lohisoft/crawl-operator:dev", "Image reference recorded in the tarball.")
 	flag.StringVar(&o.out, "out", "bin/crawl-operator-image.tar", "Tarball to write.")
 	flag.StringVar(&o.arch, "arch", runtime.GOARCH, "Target architecture (GOARCH); the OS is linux.")
-	flag.BoolVar(&o.pause, "pause", false, "Build the real node's sandbox image (hack/realnode/pause) instead.")
+	flag.StringVar(&o.addon, "addon", "", "Build this image of the dev cluster's real node instead: "+strings.Join(slices.Sorted(maps.Keys(AddonSpecs)), ", ")+".")
 	flag.Parse()
 	if err := o.run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
@@ -60,7 +63,7 @@ func main() {
 
 type options struct {
 	root, dockerfile, tag, out, arch string
-	pause                            bool
+	addon                            string
 }
 
 func (o options) run(ctx context.Context) error {
@@ -70,8 +73,11 @@ func (o options) run(ctx context.Context) error {
 	}
 	defer os.RemoveAll(tmp)
 	var spec Spec
-	if o.pause {
-		spec = PauseSpec()
+	if o.addon != "" {
+		var ok bool
+		if spec, ok = AddonSpecs[o.addon]; !ok {
+			return fmt.Errorf("--addon %q: want one of %s", o.addon, strings.Join(slices.Sorted(maps.Keys(AddonSpecs)), ", "))
+		}
 	} else {
 		df, err := os.ReadFile(filepath.Join(o.root, o.dockerfile))
 		if err != nil {
@@ -104,6 +110,9 @@ type Spec struct {
 	Binaries map[string]string
 	// BuildFlags are the `go build` flags before -o, e.g. -ldflags=-s -w.
 	BuildFlags []string
+	// ModuleDir is where the builds run, relative to the root: a tools
+	// module under hack/tools for software built from its own module.
+	ModuleDir string
 	// Copies place build outputs in the image.
 	Copies []Copy
 	// Base is the final stage's FROM.
@@ -229,15 +238,28 @@ func ParseDockerfile(text string) (Spec, error) {
 	return spec, nil
 }
 
-// PauseSpec is the real node's sandbox image: one static binary, run as
-// the upstream pause image runs (user 65535).
-func PauseSpec() Spec {
+// AddonSpecs are the dev cluster's real-node images (hack/devcluster):
+// one static binary each, no shell.
+var AddonSpecs = map[string]Spec{
+	// The sandbox every Pod starts with, run as the upstream pause image
+	// runs (user 65535).
+	"pause": addonSpec("pause", "./hack/realnode/pause", "", "65535:65535"),
+	// Cluster DNS (Deployment coredns, Service kube-dns).
+	"coredns": addonSpec("coredns", ".", "hack/tools/coredns", "65532:65532"),
+	// The default StorageClass's provisioner, and the helper it runs on
+	// the node as root to make and remove volume directories there.
+	"local-path-provisioner": addonSpec("local-path-provisioner", "github.com/rancher/local-path-provisioner", "hack/tools/localpath", "65532:65532"),
+	"local-path-helper":      addonSpec("local-path-helper", "./hack/realnode/local-path-helper", "", "0:0"),
+}
+
+func addonSpec(name, pkg, moduleDir, user string) Spec {
 	return Spec{
-		Binaries:   map[string]string{"/out/pause": "./hack/realnode/pause"},
+		Binaries:   map[string]string{"/out/" + name: pkg},
 		BuildFlags: []string{"-ldflags=-s -w"},
-		Copies:     []Copy{{From: "build", Sources: []string{"/out/pause"}, Dest: "/pause"}},
-		User:       "65535:65535",
-		Entrypoint: []string{"/pause"},
+		ModuleDir:  moduleDir,
+		Copies:     []Copy{{From: "build", Sources: []string{"/out/" + name}, Dest: "/" + name}},
+		User:       user,
+		Entrypoint: []string{"/" + name},
 		WorkDir:    "/",
 	}
 }
@@ -332,7 +354,7 @@ func BuildBinaries(ctx context.Context, root, dir, arch string, spec Spec) (map[
 		file := filepath.Join(dir, path.Base(target))
 		args := append(append([]string{"build"}, spec.BuildFlags...), "-o", file, pkg)
 		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = root
+		cmd.Dir = filepath.Join(root, spec.ModuleDir)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, b)

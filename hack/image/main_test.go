@@ -212,18 +212,32 @@ func TestImageTarball(t *testing.T) {
 	}
 }
 
-func TestPauseImage(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "pause.tar")
-	o := options{root: root, tag: "localhost/crawl-operator-pause:test", out: out, arch: runtime.GOARCH, pause: true}
-	if err := o.run(context.Background()); err != nil {
-		t.Fatal(err)
+// The add-on images built from this module (the two built from tools
+// modules take minutes cold; the real-node end-to-end test builds and runs
+// them).
+func TestAddonImages(t *testing.T) {
+	for name, want := range map[string]struct{ user, entry string }{
+		"pause":             {"65535:65535", "/pause"},
+		"local-path-helper": {"0:0", "/local-path-helper"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), name+".tar")
+			o := options{root: root, tag: "localhost/crawl-operator-" + name + ":test", out: out, arch: runtime.GOARCH, addon: name}
+			if err := o.run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			img, err := tarball.ImageFromPath(out, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cf, _ := img.ConfigFile()
+			if cf.Config.User != want.user || !slices.Equal(cf.Config.Entrypoint, []string{want.entry}) {
+				t.Errorf("%s config %+v", name, cf.Config)
+			}
+		})
 	}
-	img, err := tarball.ImageFromPath(out, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, _ := img.ConfigFile()
-	if cf.Config.User != "65535:65535" || !slices.Equal(cf.Config.Entrypoint, []string{"/pause"}) {
-		t.Errorf("pause config %+v", cf.Config)
+	err := options{root: root, tag: "localhost/x:test", out: filepath.Join(t.TempDir(), "x.tar"), addon: "busybox"}.run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "coredns, local-path-helper, local-path-provisioner, pause") {
+		t.Fatalf("unknown add-on: err = %v, want the list of add-ons", err)
 	}
 }

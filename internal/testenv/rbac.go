@@ -2,10 +2,8 @@ package testenv
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,11 +17,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lohisoft/crawl-operator/internal/yamldoc"
 )
 
 // The identity every test manager runs as: the ServiceAccount that
@@ -173,23 +172,7 @@ func boundRoles(objs []*unstructured.Unstructured) []*unstructured.Unstructured 
 }
 
 // Decode splits a YAML stream into objects, skipping empty documents.
-func Decode(b []byte) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(m) == 0 {
-			continue
-		}
-		out = append(out, &unstructured.Unstructured{Object: m})
-	}
-}
+func Decode(b []byte) ([]*unstructured.Unstructured, error) { return yamldoc.Decode(b) }
 
 // Apply creates objs, or replaces those that exist.
 func Apply(ctx context.Context, c client.Client, objs ...*unstructured.Unstructured) error {

@@ -36,7 +36,8 @@ func (w *Warnings) Take() []string {
 
 // StartServer starts a control plane of its own for one test, with the
 // CRDs of the repository at root and of crdPaths, stopped when the test
-// ends. Its client has every permission and collects the warnings.
+// ends. Its client has every permission, knows Scheme and collects the
+// warnings.
 func StartServer(t testing.TB, root string, crdPaths ...string) (client.Client, *Warnings) {
 	t.Helper()
 	SetLogger()
@@ -53,7 +54,7 @@ func StartServer(t testing.TB, root string, crdPaths ...string) (client.Client, 
 	w := &Warnings{}
 	cfg = rest.CopyConfig(cfg)
 	cfg.WarningHandlerWithContext = w
-	c, err := client.New(cfg, client.Options{})
+	c, err := client.New(cfg, client.Options{Scheme: Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

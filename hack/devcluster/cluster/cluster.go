@@ -51,6 +51,11 @@ type Options struct {
 	// Nodes are registered as egress Nodes for the node agent; nil means
 	// DefaultEgressNodes, empty means none (a real node joins instead).
 	Nodes []EgressNode
+	// Network, when set, makes the control plane one that Pods of a real
+	// node can use as in any cluster: the API server is reachable at the
+	// node's bridge address and through the `kubernetes` Service, its
+	// certificate names those, and Pods get service account tokens.
+	Network *Network
 }
 
 // Cluster is a running local control plane.
@@ -85,6 +90,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	// that the test node's name is never looked up in the machine's
 	// resolver.
 	c.env.ControlPlane.GetAPIServer().Configure().Set("kubelet-preferred-address-types", "InternalIP")
+	var caFile string
+	if opts.Network != nil {
+		if caFile, err = servePods(c.env.ControlPlane.GetAPIServer(), filepath.Join(opts.Dir, "pki"), *opts.Network); err != nil {
+			return nil, err
+		}
+	}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -117,11 +128,16 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	// lifecycle management (which would mark its Nodes unreachable) is off.
 	// The garbage collector is what matters here: it removes a deleted
 	// CrawlTarget's Pods, Secrets and SiteIndex.
-	if err := c.run(opts, "kube-controller-manager",
-		"--kubeconfig="+c.Kubeconfig, "--leader-elect=false", "--secure-port=0",
+	kcm := []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false", "--secure-port=0",
 		"--controllers=*,-node-lifecycle-controller,-node-ipam-controller",
-		"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
-		"--use-service-account-credentials=false"); err != nil {
+		"--service-account-private-key-file=" + filepath.Join(certDir, "sa-signer.key"),
+		"--use-service-account-credentials=false"}
+	if caFile != "" {
+		// Every namespace's kube-root-ca.crt, which service account token
+		// volumes carry into Pods so that they can verify the API server.
+		kcm = append(kcm, "--root-ca-file="+caFile)
+	}
+	if err := c.run(opts, "kube-controller-manager", kcm...); err != nil {
 		return nil, err
 	}
 	for _, n := range opts.Nodes {

@@ -55,7 +55,13 @@ func RenderFor(chartPath, release, namespace string, kv *chartutil.KubeVersion, 
 	if err != nil {
 		return nil, err
 	}
-	objs, err := testenv.Decode([]byte(rel.Manifest))
+	// As `helm template` prints them: the release's objects, then its
+	// hooks (the uninstall cleanup Job and its RBAC).
+	manifest := rel.Manifest
+	for _, h := range rel.Hooks {
+		manifest += "\n---\n" + h.Manifest
+	}
+	objs, err := testenv.Decode([]byte(manifest))
 	if err != nil {
 		return nil, fmt.Errorf("decode rendered manifest: %w", err)
 	}

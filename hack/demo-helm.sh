@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# `make demo-helm`: the operator as users install it. On the dev cluster
+# with a real node (kubelet, containerd, kube-proxy, CoreDNS, a default
+# StorageClass: make dev-cluster REAL_NODE=1), it builds the image
+# (make image), imports it into the node, installs the chart exactly as
+# the README's Install section says plus only the values a laptop needs
+# (each printed with its reason), waits for the rollout, applies the sample
+# CrawlTarget with kubectl, waits until it is Ready and searches through
+# the chart's own index Service with kubectl port-forward. The manager runs
+# as the chart's Pod; only the sample website runs on this machine.
+# Everything keeps running; `make dev-cluster-down` stops it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEV=.dev
+KUBECTL=bin/k8s/kubectl
+HELM=${HELM:-bin/helm}
+export KUBECONFIG=$PWD/bin/kubeconfig
+export RN_DIR=${RN_DIR:-$DEV/realnode}
+IMAGE=${RN_IMAGE:-ghcr.io/lohisoft/crawl-operator:dev}
+IMAGE_TAR=${IMAGE_TAR:-bin/crawl-operator-image.tar}
+RELEASE=crawl-operator
+NS=crawl-system
+FORWARD=127.0.0.1:18082
+
+step() { printf '\n==> %s\n' "$*"; }
+listening() { (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null; }
+
+started=$SECONDS
+step "Starting the local cluster with a real node (kubelet, containerd, kube-proxy, CoreDNS, local-path-provisioner)"
+REAL_NODE=1 RN_IMAGE=$IMAGE hack/dev-cluster.sh up
+# shellcheck disable=SC1091
+. "$RN_DIR/env"
+$KUBECTL get nodes -o wide
+$KUBECTL get pods -A -o wide
+$KUBECTL get storageclass
+
+step "make image, imported into the node's containerd (no registry: imagePullPolicy Never)"
+go run ./hack/image --tag "$IMAGE" --out "$IMAGE_TAR"
+ctr -a "$RN_SOCK" -n k8s.io images import "$IMAGE_TAR"
+
+step "Serving the sample site on http://$RN_GW:8090/ (the node's bridge address: all a Pod here can reach)"
+if ! listening "$RN_GW:8090"; then
+	nohup bin/samplesite --addr="$RN_GW:8090" >"$DEV/samplesite.log" 2>&1 &
+	echo $! >"$DEV/samplesite.pid"
+	for _ in $(seq 1 40); do listening "$RN_GW:8090" && break; sleep 0.25; done
+fi
+
+# The values a laptop needs, and why; nothing else differs from the
+# README's `helm install`.
+laptop_values=(
+	--set "image.tag=${IMAGE##*:}" "the image make image built, tagged ${IMAGE##*:}"
+	--set image.pullPolicy=Never "no registry here: the image was imported into the node"
+	--set crawler.allowPrivateAddresses=true "the sample site is on the node's private bridge address ($RN_GW)"
+	--set "egress.expectedIPs={$RN_EXTERNAL_IP}" "the dev node's ExternalIP ($RN_EXTERNAL_IP) is the only egress IP"
+	--set egress.requireFCrDNS=false "no reverse DNS for the dev node's IP on a laptop"
+	--set-json 'manager.tolerations=[{"key":"crawl.lohisoft.com/egress","operator":"Exists","effect":"NoSchedule"}]'
+	"the only node is an egress node (tainted); in production the manager runs on ordinary nodes"
+)
+args=()
+step "Installing the chart: helm install $RELEASE charts/crawl-operator --namespace $NS --create-namespace, with"
+for ((i = 0; i < ${#laptop_values[@]}; i += 3)); do
+	printf '  %s %-100s # %s\n' "${laptop_values[i]}" "${laptop_values[i + 1]}" "${laptop_values[i + 2]}"
+	args+=("${laptop_values[i]}" "${laptop_values[i + 1]}")
+done
+if $HELM status "$RELEASE" -n "$NS" >/dev/null 2>&1; then
+	# A second run: the same values, and a new Pod for a new image.
+	$HELM upgrade "$RELEASE" charts/crawl-operator --namespace "$NS" "${args[@]}" --wait --timeout 5m
+	$KUBECTL -n "$NS" rollout restart "deployment/$RELEASE"
+else
+	$HELM install "$RELEASE" charts/crawl-operator --namespace "$NS" --create-namespace "${args[@]}" --wait --timeout 5m
+fi
+$KUBECTL -n "$NS" rollout status "deployment/$RELEASE" --timeout=5m
+
+step "The manager: a Pod of the chart's Deployment, its PVC bound by the default StorageClass"
+$KUBECTL -n "$NS" get deployment,pods,pvc,services,networkpolicies -o wide
+$KUBECTL -n "$NS" get lease -o custom-columns=LEASE:.metadata.name,HOLDER:.spec.holderIdentity
+
+step "Applying the sample CrawlTarget with kubectl"
+target=$(sed "s|http://127.0.0.1:8090/|http://$RN_GW:8090/|" hack/demo/crawltarget.yaml)
+echo "$target"
+echo "$target" | $KUBECTL apply -f -
+
+step "Waiting until the CrawlTarget is Ready"
+ready=""
+for i in $(seq 1 90); do
+	line=$($KUBECTL get crawltarget harbour-bakery -n default \
+		-o jsonpath='{.status.phase} {.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason}' 2>/dev/null || true)
+	printf '  [%3ss] phase/ready/reason: %s\n' "$((i * 2))" "$line"
+	if [ "$(echo "$line" | awk '{print $2}')" = True ]; then ready=1; break; fi
+	sleep 2
+done
+if [ -z "$ready" ]; then
+	echo "the CrawlTarget did not become Ready: $KUBECTL -n $NS logs deploy/$RELEASE" >&2
+	exit 1
+fi
+$KUBECTL get crawltargets,siteindexes -n default
+
+step "Searching through the chart's index Service: kubectl -n $NS port-forward svc/$RELEASE-index ${FORWARD#*:}:8082"
+if [ -f "$DEV/port-forward.pid" ]; then kill "$(cat "$DEV/port-forward.pid")" 2>/dev/null || true; fi
+nohup $KUBECTL -n "$NS" port-forward "svc/$RELEASE-index" "${FORWARD#*:}:8082" --address "${FORWARD%:*}" >"$DEV/port-forward.log" 2>&1 &
+echo $! >"$DEV/port-forward.pid"
+for _ in $(seq 1 40); do listening "$FORWARD" && break; sleep 0.25; done
+out=""
+for _ in $(seq 1 20); do
+	out=$(curl -fsS "http://$FORWARD/api/v1/search?q=sourdough&limit=5" || true)
+	echo "$out" | grep -q '"url"' && break
+	sleep 0.5
+done
+echo "$out"
+echo "$out" | grep -q '"url"' || { echo "no search answer through the index Service" >&2; exit 1; }
+
+cat <<MSG
+
+The chart runs on the dev cluster's real node. Next:
+  export KUBECONFIG=$KUBECONFIG
+  $HELM -n $NS status $RELEASE
+  $KUBECTL -n $NS logs deploy/$RELEASE
+  open http://$FORWARD/ in a browser (kubectl port-forward runs: $DEV/port-forward.pid)
+  make dev-cluster-down    # stop everything
+MSG
+echo "demo-helm ready in $((SECONDS - started))s"

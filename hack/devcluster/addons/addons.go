@@ -1,0 +1,345 @@
+// Package addons turns the dev cluster with a real node into a cluster a
+// workload can live in, as kind's node is: kube-proxy (iptables mode) so
+// that Services, the `kubernetes` Service among them, work from Pods;
+// cluster DNS (CoreDNS, Service kube-dns); and a default StorageClass with
+// a dynamic provisioner (local-path-provisioner). Every image is built here
+// (hack/image --addon) and imported into the node's containerd: no
+// registry is ever asked. kube-proxy runs on the machine, as the kubelet
+// does, because in iptables mode it runs the machine's iptables.
+package addons
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/template"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lohisoft/crawl-operator/hack/devcluster/cluster"
+	"github.com/lohisoft/crawl-operator/internal/yamldoc"
+)
+
+// Images of the add-ons, as hack/image --addon builds them.
+const (
+	CoreDNSImage     = "localhost/crawl-operator-coredns:dev"
+	ProvisionerImage = "localhost/crawl-operator-local-path-provisioner:dev"
+	HelperImage      = "localhost/crawl-operator-local-path-helper:dev"
+	// ClusterDomain is the DNS domain of Services, as kubeadm's default.
+	ClusterDomain = "cluster.local"
+	// StorageClass is the default StorageClass the provisioner serves.
+	StorageClass = "local-path"
+)
+
+var (
+	//go:embed coredns.yaml
+	coreDNSManifest string
+	//go:embed local-path.yaml
+	localPathManifest string
+)
+
+// Options say where the node is and how to reach it.
+type Options struct {
+	// Root is the repository (hack/image and the tools modules).
+	Root string
+	// StateDir holds the images, kube-proxy's config, log and pid file,
+	// and the provisioner's volumes. hack/realnode.sh removes it with the
+	// node's other state.
+	StateDir         string
+	Kubeconfig       string
+	KubeProxy        string
+	Node             string
+	ContainerdSocket string
+	Network          cluster.Network
+}
+
+// VolumeDir is where the provisioner makes volumes on the node.
+func (o Options) VolumeDir() string { return filepath.Join(o.StateDir, "volumes") }
+
+// Up builds and imports the images, starts kube-proxy, applies the
+// manifests and waits until DNS and the provisioner are available.
+func Up(ctx context.Context, o Options) error {
+	for _, d := range []string{o.StateDir, filepath.Join(o.StateDir, "images"), o.VolumeDir()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := importImages(ctx, o); err != nil {
+		return err
+	}
+	healthz, err := startKubeProxy(o)
+	if err != nil {
+		return err
+	}
+	c, err := newClient(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	objs, err := Manifests(o)
+	if err != nil {
+		return err
+	}
+	for _, u := range objs {
+		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("devcluster"), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured objects have no apply configuration
+			return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	if err := waitHealthy(ctx, "kube-proxy", healthz); err != nil {
+		return fmt.Errorf("%w (log: %s)", err, filepath.Join(o.StateDir, "kube-proxy.log"))
+	}
+	for _, d := range []client.ObjectKey{{Namespace: "kube-system", Name: "coredns"}, {Namespace: "local-path-storage", Name: "local-path-provisioner"}} {
+		if err := waitAvailable(ctx, c, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Manifests are the add-ons' objects for this node, in apply order.
+func Manifests(o Options) ([]*unstructured.Unstructured, error) {
+	data := map[string]string{
+		"ClusterDomain":    ClusterDomain,
+		"DNSIP":            o.Network.DNSIP().String(),
+		"CoreDNSImage":     CoreDNSImage,
+		"ProvisionerImage": ProvisionerImage,
+		"HelperImage":      HelperImage,
+		"VolumeDir":        o.VolumeDir(),
+	}
+	var out []*unstructured.Unstructured
+	for _, m := range []string{coreDNSManifest, localPathManifest} {
+		objs, err := render(m, data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+func render(manifest string, data any) ([]*unstructured.Unstructured, error) {
+	t, err := template.New("").Option("missingkey=error").Parse(manifest)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return nil, err
+	}
+	return yamldoc.Decode(b.Bytes())
+}
+
+// importImages builds each add-on image and imports it into the node's
+// containerd, where the kubelet finds it (imagePullPolicy: Never).
+func importImages(ctx context.Context, o Options) error {
+	for addon, ref := range map[string]string{
+		"coredns":                CoreDNSImage,
+		"local-path-provisioner": ProvisionerImage,
+		"local-path-helper":      HelperImage,
+	} {
+		tar := filepath.Join(o.StateDir, "images", addon+".tar")
+		if err := run(ctx, o.Root, "go", "run", "./hack/image", "--addon", addon, "--tag", ref, "--out", tar); err != nil {
+			return err
+		}
+		if err := run(ctx, o.Root, "ctr", "-a", o.ContainerdSocket, "-n", "k8s.io", "images", "import", tar); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func run(ctx context.Context, dir, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// kubeProxyConfig keeps kube-proxy off what is not the dev cluster's: no
+// NodePorts on the machine's own interfaces or on localhost (which would
+// set route_localnet), and no conntrack sysctls.
+const kubeProxyConfig = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: {{ .Kubeconfig }}
+hostnameOverride: {{ .Node }}
+mode: iptables
+clusterCIDR: {{ .PodSubnet }}
+nodePortAddresses: ["{{ .Gateway }}/32"]
+healthzBindAddress: 127.0.0.1:{{ .HealthzPort }}
+metricsBindAddress: 127.0.0.1:{{ .MetricsPort }}
+iptables:
+  localhostNodePorts: false
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+`
+
+// startKubeProxy starts kube-proxy in its own session, so that it
+// outlives this command, and returns its health URL.
+func startKubeProxy(o Options) (string, error) {
+	if pid, ok := KubeProxyPID(o.StateDir); ok {
+		return "", fmt.Errorf("kube-proxy already runs here (pid %d): devcluster addons down first", pid)
+	}
+	ports, err := freePorts(2)
+	if err != nil {
+		return "", err
+	}
+	t := template.Must(template.New("").Parse(kubeProxyConfig))
+	var b bytes.Buffer
+	if err := t.Execute(&b, map[string]any{
+		"Kubeconfig": o.Kubeconfig, "Node": o.Node, "PodSubnet": o.Network.PodSubnet,
+		"Gateway": o.Network.Gateway(), "HealthzPort": ports[0], "MetricsPort": ports[1],
+	}); err != nil {
+		return "", err
+	}
+	cfg := filepath.Join(o.StateDir, "kube-proxy.yaml")
+	if err := os.WriteFile(cfg, b.Bytes(), 0o600); err != nil {
+		return "", err
+	}
+	logf, err := os.OpenFile(filepath.Join(o.StateDir, "kube-proxy.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer logf.Close()
+	cmd := exec.Command(o.KubeProxy, "--config="+cfg, "--v=2")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("start kube-proxy: %w", err)
+	}
+	if err := writePID(o.StateDir, cmd.Process.Pid); err != nil {
+		_ = cmd.Process.Kill()
+		return "", err
+	}
+	_ = cmd.Process.Release()
+	return fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[0]), nil
+}
+
+func pidFile(stateDir string) string { return filepath.Join(stateDir, "kube-proxy.pid") }
+
+func writePID(stateDir string, pid int) error {
+	return os.WriteFile(pidFile(stateDir), []byte(strconv.Itoa(pid)+"\n"), 0o644)
+}
+
+// KubeProxyPID is the kube-proxy this state directory started, if it
+// still runs: its pid file names a live process whose command line names
+// the directory (a recycled pid belongs to someone else).
+func KubeProxyPID(stateDir string) (int, bool) {
+	b, err := os.ReadFile(pidFile(stateDir))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !bytes.Contains(cmdline, []byte(stateDir)) || !bytes.Contains(cmdline, []byte("kube-proxy")) {
+		return 0, false
+	}
+	return pid, true
+}
+
+// Down stops kube-proxy (SIGTERM, then SIGKILL after 10 s). Its iptables
+// chains stay: hack/realnode.sh down removes every chain the node added,
+// after its Pods are gone.
+func Down(stateDir string) error {
+	pid, ok := KubeProxyPID(stateDir)
+	if !ok {
+		_ = os.Remove(pidFile(stateDir))
+		return nil
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := KubeProxyPID(stateDir); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(5 * time.Second)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return os.Remove(pidFile(stateDir))
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func newClient(kubeconfig string) (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: cluster.Scheme()})
+}
+
+const waitTimeout = 3 * time.Minute
+
+func waitHealthy(ctx context.Context, what, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, waitTimeout)
+	defer cancel()
+	var last string
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not healthy after %s: %s", what, waitTimeout, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func waitAvailable(ctx context.Context, c client.Client, key client.ObjectKey) error {
+	ctx, cancel := context.WithTimeout(ctx, waitTimeout)
+	defer cancel()
+	for {
+		d := &appsv1.Deployment{}
+		err := c.Get(ctx, key, d)
+		if err == nil && d.Status.AvailableReplicas > 0 && d.Status.ObservedGeneration >= d.Generation {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("deployment %s not available after %s (kubectl -n %s describe pods)", key, waitTimeout, key.Namespace)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

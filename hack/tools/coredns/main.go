@@ -1,0 +1,26 @@
+// Command coredns is the dev cluster's DNS server: CoreDNS from its module
+// at the version go.mod pins, with only the plugins the cluster's Corefile
+// uses compiled in (the upstream binary carries every cloud provider's
+// SDK, several minutes more of build on two cores for nothing used here).
+// This is CoreDNS's documented way to choose plugins at compile time: a
+// main that imports them and runs coremain.
+package main
+
+import (
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/loadbalance"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/loop"
+	_ "github.com/coredns/coredns/plugin/metrics"
+	_ "github.com/coredns/coredns/plugin/ready"
+	_ "github.com/coredns/coredns/plugin/reload"
+
+	"github.com/coredns/coredns/coremain"
+)
+
+func main() {
+	coremain.Run()
+}

@@ -1,0 +1,118 @@
+package uninstall
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/testenv"
+)
+
+var crawlLabels = map[string]string{crawlpod.LabelName: crawlpod.NameValue, crawlpod.LabelManagedBy: crawlpod.ManagedByValue}
+
+// What a cluster holds after the manager ran: its crawl objects beside
+// look-alikes that are not its own (one of the two labels only, or the
+// users' objects), in two namespaces. Cleanup takes exactly its own.
+func TestCleanupTakesOnlyTheManagersCrawlObjects(t *testing.T) {
+	ctx := context.Background()
+	c, _ := testenv.StartServer(t, filepath.Join("..", ".."))
+	only := func(k, v string) map[string]string { return map[string]string{k: v} }
+	policy := crawlpod.DefaultNetworkPolicyConfig()
+	policy.ManagerNamespace, policy.ResultsPort = "crawl-system", 8083
+	var objs []client.Object
+	for _, ns := range []string{"shop", "blog"} {
+		if err := testenv.EnsureNamespace(ctx, c, ns); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs,
+			pod(ns, "crawl-1", crawlLabels), pod(ns, "users-app", nil),
+			pod(ns, "lookalike", only(crawlpod.LabelName, crawlpod.NameValue)),
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "crawl-1-token", Labels: crawlLabels}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "users-secret", Labels: only(crawlpod.LabelManagedBy, crawlpod.ManagedByValue)}},
+			crawlpod.NetworkPolicy(ns, policy),
+			&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "users-policy"}},
+			&crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "site", Labels: crawlLabels},
+				Spec: crawlv1.CrawlTargetSpec{URL: "https://example.com/"}},
+		)
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+
+	r, err := Cleanup(ctx, c, []string{"shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r != (Removed{Pods: 1, Secrets: 1, NetworkPolicies: 1}) {
+		t.Errorf("removed in shop: %+v, want one of each", r)
+	}
+	want := map[string][]string{
+		"shop": {"Pod/lookalike", "Pod/users-app", "Secret/users-secret", "NetworkPolicy/users-policy", "CrawlTarget/site"},
+		"blog": {"Pod/crawl-1", "Pod/lookalike", "Pod/users-app", "Secret/crawl-1-token", "Secret/users-secret",
+			"NetworkPolicy/lohisoftbot-crawler", "NetworkPolicy/users-policy", "CrawlTarget/site"},
+	}
+	for ns, names := range want {
+		if got := present(t, c, ns); !equal(got, names) {
+			t.Errorf("%s after cleanup of shop: %v, want %v", ns, got, names)
+		}
+	}
+
+	// Every namespace (no --namespaces), and again: nothing left to do.
+	if r, err = Cleanup(ctx, c, nil); err != nil || r != (Removed{Pods: 1, Secrets: 1, NetworkPolicies: 1}) {
+		t.Errorf("cleanup of every namespace: %+v, %v", r, err)
+	}
+	if r, err = Cleanup(ctx, c, nil); err != nil || r != (Removed{}) {
+		t.Errorf("second cleanup: %+v, %v", r, err)
+	}
+	if got := present(t, c, "blog"); !equal(got, want["shop"]) {
+		t.Errorf("blog after cleanup: %v", got)
+	}
+}
+
+func pod(ns, name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/app:1"}}},
+	}
+}
+
+// present lists what is left in ns, as Kind/name (envtest runs no
+// kubelet, so Pods go at once, without a grace period).
+func present(t *testing.T, c client.Client, ns string) []string {
+	t.Helper()
+	var out []string
+	for kind, list := range map[string]client.ObjectList{
+		"Pod": &corev1.PodList{}, "Secret": &corev1.SecretList{}, "NetworkPolicy": &networkingv1.NetworkPolicyList{},
+		"CrawlTarget": &crawlv1.CrawlTargetList{},
+	} {
+		if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range items {
+			out = append(out, kind+"/"+o.(client.Object).GetName())
+		}
+	}
+	return out
+}
+
+func equal(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}

@@ -371,7 +371,8 @@ func TestCrawlerNetworkPolicy(t *testing.T) {
 func TestEveryPodIsRestricted(t *testing.T) {
 	for _, c := range combinations(t) {
 		name := c.name
-		objs, err := renderRelease(t, c.release, c.namespace, c.values)
+		// The uninstall hook's Job runs too.
+		objs, err := helmrender.RenderWithHooksFor(chartPath, c.release, c.namespace, kubeVersion(t), c.values)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -648,4 +649,76 @@ func firstLines(s string, n int) string {
 		lines = lines[:n]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// helm uninstall's cleanup: a post-delete Job (the manager is gone by
+// then) running `manager cleanup` where the manager Pods may run, with
+// RBAC that can list and delete Pods, Secrets and NetworkPolicies and
+// nothing else, cluster-wide or (watchNamespaces) in each watched
+// namespace only; all of it deleted once the Job succeeded.
+func TestUninstallCleanupHook(t *testing.T) {
+	tolerations := []any{map[string]any{"key": "crawl.lohisoft.com/egress", "operator": "Exists", "effect": "NoSchedule"}}
+	for _, c := range []struct {
+		name      string
+		values    map[string]any
+		roleKind  string
+		roleNS    []string
+		namespace string
+	}{
+		{"cluster-wide", map[string]any{"manager": map[string]any{"tolerations": tolerations}}, "ClusterRole", []string{""}, ""},
+		{"watched namespaces", map[string]any{"watchNamespaces": []any{"shop", "blog"}}, "Role", []string{"shop", "blog"}, "shop,blog"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			objs, err := helmrender.RenderWithHooksFor(chartPath, "crawl", releaseNamespace, kubeVersion(t), c.values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var hooks []*unstructured.Unstructured
+			for _, o := range objs {
+				if o.GetAnnotations()["helm.sh/hook"] != "" {
+					hooks = append(hooks, o)
+				}
+			}
+			var roleNS []string
+			for _, o := range hooks {
+				if o.GetAnnotations()["helm.sh/hook"] != "post-delete" ||
+					o.GetAnnotations()["helm.sh/hook-delete-policy"] != "before-hook-creation,hook-succeeded" {
+					t.Errorf("%s %s: hook annotations %v", o.GetKind(), o.GetName(), o.GetAnnotations())
+				}
+				if o.GetKind() != c.roleKind {
+					continue
+				}
+				roleNS = append(roleNS, o.GetNamespace())
+				rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+				got := fmt.Sprint(rules)
+				want := "[map[apiGroups:[] resources:[pods secrets] verbs:[list delete]] map[apiGroups:[networking.k8s.io] resources:[networkpolicies] verbs:[list delete]]]"
+				if got != want {
+					t.Errorf("%s rules %s, want %s", c.roleKind, got, want)
+				}
+			}
+			if fmt.Sprint(roleNS) != fmt.Sprint(c.roleNS) {
+				t.Errorf("%s in namespaces %v, want %v", c.roleKind, roleNS, c.roleNS)
+			}
+			job := find(hooks, "Job", "crawl-crawl-operator-cleanup")
+			if job == nil {
+				t.Fatalf("no cleanup Job among the hooks (%d)", len(hooks))
+			}
+			if w, _, _ := unstructured.NestedString(job.Object, "metadata", "annotations", "helm.sh/hook-weight"); w != "0" {
+				t.Errorf("the Job runs at weight %q, after its RBAC (-10, -9)", w)
+			}
+			ctr, _, _ := unstructured.NestedSlice(job.Object, "spec", "template", "spec", "containers")
+			cmd := fmt.Sprint(ctr[0].(map[string]any)["command"], ctr[0].(map[string]any)["args"])
+			wantCmd := "[manager cleanup] <nil>"
+			if c.namespace != "" {
+				wantCmd = "[manager cleanup] [--namespaces=" + c.namespace + "]"
+			}
+			if cmd != wantCmd {
+				t.Errorf("Job runs %s, want %s", cmd, wantCmd)
+			}
+			tols, _, _ := unstructured.NestedSlice(job.Object, "spec", "template", "spec", "tolerations")
+			if c.values["manager"] != nil && fmt.Sprint(tols) != fmt.Sprint(tolerations) {
+				t.Errorf("Job tolerations %v, want the manager's %v", tols, tolerations)
+			}
+		})
+	}
 }

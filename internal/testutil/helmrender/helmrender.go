@@ -37,6 +37,16 @@ func Render(root, release, namespace string, vals map[string]any) ([]*unstructur
 
 // RenderFor renders the chart at chartPath for Kubernetes kv.
 func RenderFor(chartPath, release, namespace string, kv *chartutil.KubeVersion, vals map[string]any) ([]*unstructured.Unstructured, error) {
+	return render(chartPath, release, namespace, kv, vals, false)
+}
+
+// RenderWithHooksFor is RenderFor followed by the chart's hooks (the
+// uninstall cleanup Job and its RBAC), as `helm template` prints them.
+func RenderWithHooksFor(chartPath, release, namespace string, kv *chartutil.KubeVersion, vals map[string]any) ([]*unstructured.Unstructured, error) {
+	return render(chartPath, release, namespace, kv, vals, true)
+}
+
+func render(chartPath, release, namespace string, kv *chartutil.KubeVersion, vals map[string]any, withHooks bool) ([]*unstructured.Unstructured, error) {
 	chrt, err := loader.Load(chartPath)
 	if err != nil {
 		return nil, err
@@ -55,11 +65,11 @@ func RenderFor(chartPath, release, namespace string, kv *chartutil.KubeVersion, 
 	if err != nil {
 		return nil, err
 	}
-	// As `helm template` prints them: the release's objects, then its
-	// hooks (the uninstall cleanup Job and its RBAC).
 	manifest := rel.Manifest
-	for _, h := range rel.Hooks {
-		manifest += "\n---\n" + h.Manifest
+	if withHooks {
+		for _, h := range rel.Hooks {
+			manifest += "\n---\n" + h.Manifest
+		}
 	}
 	objs, err := testenv.Decode([]byte(manifest))
 	if err != nil {

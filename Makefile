@@ -75,7 +75,7 @@ helm-bin: ## Build the helm CLI at hack/tools/helm's pinned version into bin/hel
 ##@ Test
 
 .PHONY: test
-test: k8s-bin manifests generate vet build ## Run every test: unit, envtest and end-to-end, then each fuzz target briefly.
+test: k8s-bin helm-bin manifests generate vet build ## Run every test: unit, envtest and end-to-end, then each fuzz target briefly.
 	go test -timeout 30m $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh 3s
 

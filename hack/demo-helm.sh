@@ -46,23 +46,12 @@ if ! listening "$RN_GW:8090"; then
 	for _ in $(seq 1 40); do listening "$RN_GW:8090" && break; sleep 0.25; done
 fi
 
-# The values a laptop needs, and why; nothing else differs from the
-# README's `helm install`.
-laptop_values=(
-	--set "image.tag=${IMAGE##*:}" "the image make image built, tagged ${IMAGE##*:}"
-	--set image.pullPolicy=Never "no registry here: the image was imported into the node"
-	--set crawler.allowPrivateAddresses=true "the sample site is on the node's private bridge address ($RN_GW)"
-	--set "egress.expectedIPs={$RN_EXTERNAL_IP}" "the dev node's ExternalIP ($RN_EXTERNAL_IP) is the only egress IP"
-	--set egress.requireFCrDNS=false "no reverse DNS for the dev node's IP on a laptop"
-	--set-json 'manager.tolerations=[{"key":"crawl.lohisoft.com/egress","operator":"Exists","effect":"NoSchedule"}]'
-	"the only node is an egress node (tainted); in production the manager runs on ordinary nodes"
-)
-args=()
-step "Installing the chart: helm install $RELEASE charts/crawl-operator --namespace $NS --create-namespace, with"
-for ((i = 0; i < ${#laptop_values[@]}; i += 3)); do
-	printf '  %s %-100s # %s\n' "${laptop_values[i]}" "${laptop_values[i + 1]}" "${laptop_values[i + 2]}"
-	args+=("${laptop_values[i]}" "${laptop_values[i + 1]}")
-done
+# The values a laptop needs, each with its reason, are in
+# hack/demo/helm-values.yaml; nothing else differs from the README.
+args=(-f hack/demo/helm-values.yaml --set "image.tag=${IMAGE##*:}")
+step "Installing the chart: helm install $RELEASE charts/crawl-operator --namespace $NS --create-namespace ${args[*]}"
+echo "  --set image.tag=${IMAGE##*:}: the tag make image built; hack/demo/helm-values.yaml:"
+grep -v '^#' hack/demo/helm-values.yaml | sed 's/^/    /'
 if $HELM status "$RELEASE" -n "$NS" >/dev/null 2>&1; then
 	# A second run: the same values, and a new Pod for a new image.
 	$HELM upgrade "$RELEASE" charts/crawl-operator --namespace "$NS" "${args[@]}" --wait --timeout 5m

@@ -115,7 +115,19 @@ func lockRealNode(t *testing.T) {
 	t.Cleanup(func() { f.Close() })
 }
 
+// startRealNodeCluster starts the cluster and installs the CRDs.
 func startRealNodeCluster(t *testing.T) *realNodeCluster {
+	t.Helper()
+	c := startRealNode(t)
+	c.mustKubectl(t, "", "apply", "-f", filepath.Join(repoRoot, "config", "crd", "bases"))
+	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+	return c
+}
+
+// startRealNode starts the dev cluster with a real node, its add-ons
+// (kube-proxy, CoreDNS, local-path-provisioner) included, and nothing of
+// the operator.
+func startRealNode(t *testing.T) *realNodeCluster {
 	t.Helper()
 	testenv.SetLogger()
 	assets := testenv.MustAssets(t, repoRoot)
@@ -178,9 +190,21 @@ func startRealNodeCluster(t *testing.T) *realNodeCluster {
 	if c.client, err = client.New(cfg, client.Options{Scheme: testenv.Scheme}); err != nil {
 		t.Fatal(err)
 	}
-	c.mustKubectl(t, "", "apply", "-f", filepath.Join(repoRoot, "config", "crd", "bases"))
-	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
 	return c
+}
+
+// restrictedNamespace makes rnNamespace, where the restricted Pod Security
+// level is enforced.
+func (c *realNodeCluster) restrictedNamespace(t *testing.T) {
+	t.Helper()
+	c.mustKubectl(t, fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %s
+  labels:
+    pod-security.kubernetes.io/enforce: restricted
+    pod-security.kubernetes.io/enforce-version: latest
+`, rnNamespace), "apply", "-f", "-")
 }
 
 func (c *realNodeCluster) scriptErr(timeout time.Duration, script string, args ...string) (string, error) {
@@ -456,15 +480,7 @@ func TestRealNodeEndToEnd(t *testing.T) {
 		}
 	})
 	proxy.upstream = "http://" + m.results
-
-	c.mustKubectl(t, fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %s
-  labels:
-    pod-security.kubernetes.io/enforce: restricted
-    pod-security.kubernetes.io/enforce-version: latest
-`, rnNamespace), "apply", "-f", "-")
+	c.restrictedNamespace(t)
 
 	t.Run("the namespace enforces the restricted Pod Security level", func(t *testing.T) {
 		bad := &corev1.Pod{
@@ -746,7 +762,7 @@ type machineState struct {
 
 var (
 	rnSysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
-		"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward"}
+		"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables"}
 	rnOutsidePaths = []string{"/run/containerd", "/run/netns", "/run/mount", "/var/log/containers", "/var/log/pods",
 		"/var/lib/cni", "/var/lib/kubelet", "/etc/cni", "/opt/cni", "/opt/containerd"}
 	chainKinds = regexp.MustCompile(`^-N ((KUBE|CNI|CRAWL)-\S+)`)
@@ -805,9 +821,9 @@ func (before machineState) leftovers(t *testing.T, dir, bridge string) []string 
 		name := filepath.Base(args[0])
 		cmdline := strings.Join(args, " ")
 		switch {
-		case (name == "kubelet" || name == "containerd" || strings.HasPrefix(name, "containerd-shim")) && strings.Contains(cmdline, dir+"/"):
+		case (name == "kubelet" || name == "kube-proxy" || name == "containerd" || strings.HasPrefix(name, "containerd-shim")) && strings.Contains(cmdline, dir+"/"):
 			out = append(out, "process still runs: "+cmdline)
-		case args[0] == "crawler" || args[0] == "/pause":
+		case args[0] == "crawler" || args[0] == "manager" || args[0] == "/pause" || args[0] == "/coredns" || args[0] == "/local-path-provisioner":
 			out = append(out, "container process still runs: "+cmdline)
 		}
 	}
@@ -819,6 +835,10 @@ func (before machineState) leftovers(t *testing.T, dir, bridge string) []string 
 	}
 	if _, err := net.InterfaceByName(bridge); err == nil {
 		out = append(out, "bridge left: "+bridge)
+	}
+	// kube-proxy's state and the provisioner's volumes.
+	if _, err := os.Stat(filepath.Join(dir, "addons")); err == nil {
+		out = append(out, "add-on state left: "+filepath.Join(dir, "addons"))
 	}
 	for ns := range now.netns {
 		if !before.netns[ns] {

@@ -1,0 +1,377 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
+	"github.com/lohisoft/crawl-operator/internal/uninstall"
+)
+
+// The chart as users install it (README, Install): helm install on the dev
+// cluster's real node with the laptop values of make demo-helm, then the
+// first days of operating it through Helm.
+const (
+	helmRelease   = "crawl-operator"
+	helmNamespace = "crawl-system"
+)
+
+// helmBinary is bin/helm (make helm-bin); without it the test cannot run.
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join(repoRoot, "bin", "helm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the Helm end-to-end test cannot run: no %s (make helm-bin builds it)", p)
+		}
+		t.Skipf("no %s (make helm-bin builds it; with CI=true this is a failure)", p)
+	}
+	return p
+}
+
+func (c *realNodeCluster) helm(t *testing.T, helm string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, helm, args...)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig, "HELM_CACHE_HOME="+t.TempDir(),
+		"HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s\nmanager log:\n%s", strings.Join(args, " "), err, out,
+			c.managerLog(t))
+	}
+	return string(out)
+}
+
+// installArgs is the README's helm install with make demo-helm's values.
+func installArgs() []string {
+	return []string{"install", helmRelease, "charts/crawl-operator", "--namespace", helmNamespace, "--create-namespace",
+		"-f", "hack/demo/helm-values.yaml", "--set", "image.tag=" + rnImage[strings.LastIndex(rnImage, ":")+1:],
+		"--wait", "--timeout", "5m"}
+}
+
+// managerPods are the manager's Pods that are not being deleted.
+func (c *realNodeCluster) managerPods(t *testing.T) []corev1.Pod {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := c.client.List(context.Background(), pods, client.InNamespace(helmNamespace),
+		client.MatchingLabels{"app.kubernetes.io/name": "crawl-operator", "app.kubernetes.io/instance": helmRelease}); err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
+}
+
+// runningManager waits until exactly one manager Pod runs and is Ready,
+// and returns it.
+func (c *realNodeCluster) runningManager(t *testing.T) corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	testutil.Eventually(t, 3*time.Minute, "one Ready manager Pod", func() error {
+		pods := c.managerPods(t)
+		if len(pods) != 1 {
+			return fmt.Errorf("%d manager Pods", len(pods))
+		}
+		pod = pods[0]
+		if pod.Status.Phase != corev1.PodRunning || !podReady(pod) {
+			return fmt.Errorf("manager Pod %s: %s, ready %t", pod.Name, pod.Status.Phase, podReady(pod))
+		}
+		return nil
+	})
+	return pod
+}
+
+func podReady(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (c *realNodeCluster) managerLog(t *testing.T) string {
+	out, _ := exec.Command(c.kubectl, "--kubeconfig", c.kubeconfig, "-n", helmNamespace, "logs", "deploy/"+helmRelease,
+		"--tail=40").CombinedOutput()
+	return string(out)
+}
+
+// leader is the holder of the manager's leader-election Lease.
+func (c *realNodeCluster) leader(t *testing.T) string {
+	t.Helper()
+	l := &coordinationv1.Lease{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: helmNamespace, Name: "crawl-operator.crawl.lohisoft.com"}, l); err != nil {
+		return ""
+	}
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// waitCrawled waits until a target's run number run (or a later one)
+// finished Ready with pages pages.
+func (c *realNodeCluster) waitCrawled(t *testing.T, name string, run int64, pages int32, within time.Duration) {
+	t.Helper()
+	testutil.Eventually(t, within, name+" crawled", func() error {
+		ct := c.target(t, name)
+		if ct.Status.LastFinishedRun < run || ct.Status.PagesIndexed != pages || ct.Status.Phase != crawlv1.PhaseSucceeded {
+			return fmt.Errorf("phase %s, last finished run %d (want %d), %d pages (want %d)", ct.Status.Phase,
+				ct.Status.LastFinishedRun, run, ct.Status.PagesIndexed, pages)
+		}
+		return nil
+	})
+}
+
+// portForward runs `kubectl port-forward svc/NAME :PORT` as a user would
+// and returns the local base URL.
+func (c *realNodeCluster) portForward(t *testing.T, svc string, port int) string {
+	t.Helper()
+	cmd := exec.Command(c.kubectl, "--kubeconfig", c.kubeconfig, "-n", helmNamespace, "port-forward",
+		"--address", "127.0.0.1", "svc/"+svc, fmt.Sprintf(":%d", port))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		re := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+) ->`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return "http://" + a
+	case <-time.After(30 * time.Second):
+		t.Fatalf("kubectl port-forward svc/%s printed no local address: %s", svc, stderr.String())
+		return ""
+	}
+}
+
+// searchURLs asks the index API for q and returns the result URLs.
+func searchURLs(t *testing.T, base, q string) []string {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/search?limit=50&q=" + url.QueryEscape(q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Results []struct {
+			URL string `json:"url"`
+		} `json:"results"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("search %q: %s, %v", q, resp.Status, err)
+	}
+	var urls []string
+	for _, r := range out.Results {
+		urls = append(urls, r.URL)
+	}
+	return urls
+}
+
+// crawlObjects lists, as Kind/namespace/name, the crawler Pods, Secrets
+// and NetworkPolicies the manager made, anywhere.
+func (c *realNodeCluster) crawlObjects(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	pods := &corev1.PodList{}
+	secrets := &corev1.SecretList{}
+	policies := &networkingv1.NetworkPolicyList{}
+	for _, l := range []client.ObjectList{pods, secrets, policies} {
+		if err := c.client.List(context.Background(), l, uninstall.Selector); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range pods.Items {
+		out = append(out, "Pod/"+p.Namespace+"/"+p.Name)
+	}
+	for _, s := range secrets.Items {
+		out = append(out, "Secret/"+s.Namespace+"/"+s.Name)
+	}
+	for _, p := range policies.Items {
+		out = append(out, "NetworkPolicy/"+p.Namespace+"/"+p.Name)
+	}
+	return out
+}
+
+func TestHelmOnRealNode(t *testing.T) {
+	helm := helmBinary(t)
+	c := startRealNode(t)
+	ctx := context.Background()
+	c.restrictedNamespace(t)
+	site := startSite(t, c.gw, 6, 0)
+	// 1.5 s a page, and the manager's 1 s floor between them: a crawl of
+	// it outlasts a manager rollout.
+	slow := startSite(t, c.gw, 8, 1500*time.Millisecond)
+	host := strings.TrimPrefix(site.url, "http://")
+	var firstManager corev1.Pod
+
+	if !t.Run("helm install runs the manager as the chart's Pod", func(t *testing.T) {
+		start := time.Now()
+		c.helm(t, helm, installArgs()...)
+		t.Logf("helm install --wait: %s", time.Since(start).Round(100*time.Millisecond))
+		firstManager = c.runningManager(t)
+		if firstManager.Spec.NodeName != rnNode || firstManager.Spec.Containers[0].Image != rnImage {
+			t.Errorf("manager Pod on %s from %s, want %s from %s", firstManager.Spec.NodeName, firstManager.Spec.Containers[0].Image, rnNode, rnImage)
+		}
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: helmNamespace, Name: helmRelease + "-index"}, pvc); err != nil {
+			t.Fatal(err)
+		}
+		if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != "local-path" {
+			t.Errorf("index PVC %s, class %v: want Bound by the default StorageClass", pvc.Status.Phase, pvc.Spec.StorageClassName)
+		}
+		testutil.Eventually(t, time.Minute, "the manager Pod leads", func() error {
+			if l := c.leader(t); !strings.HasPrefix(l, firstManager.Name+"_") {
+				return fmt.Errorf("lease held by %q", l)
+			}
+			return nil
+		})
+	}) {
+		return
+	}
+
+	if !t.Run("a CrawlTarget is crawled through the chart's Services and found through its index Service", func(t *testing.T) {
+		c.applyTarget(t, "bakery", site.url)
+		// The crawler reports to http://crawl-operator-results.crawl-system.svc:8083:
+		// cluster DNS, then kube-proxy's rules to the manager Pod.
+		c.waitCrawled(t, "bakery", 1, 6, 2*time.Minute)
+		np := &networkingv1.NetworkPolicy{}
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: rnNamespace, Name: crawlpod.NetworkPolicyName}, np); err != nil {
+			t.Errorf("the manager wrote no crawler NetworkPolicy in %s: %v", rnNamespace, err)
+		}
+		base := c.portForward(t, helmRelease+"-index", 8082)
+		testutil.Eventually(t, 30*time.Second, "the site's pages in a search", func() error {
+			if got := searchURLs(t, base, "heading"); len(got) == 0 || !strings.Contains(strings.Join(got, " "), host) {
+				return fmt.Errorf("search answered %v", got)
+			}
+			return nil
+		})
+	}) {
+		return
+	}
+
+	if !t.Run("helm upgrade rolls the manager while a crawl runs, and the crawl lands", func(t *testing.T) {
+		c.applyTarget(t, "slow", slow.url)
+		c.runningPod(t, "slow", slow)
+		start := time.Now()
+		c.helm(t, helm, "upgrade", helmRelease, "charts/crawl-operator", "--namespace", helmNamespace, "--reuse-values",
+			"--set", "manager.logLevel=debug", "--wait", "--timeout", "5m")
+		m := c.runningManager(t)
+		t.Logf("helm upgrade --wait: %s; crawl in flight: %d requests", time.Since(start).Round(100*time.Millisecond), slow.requests.Load())
+		if m.Name == firstManager.Name || !slices.Contains(m.Spec.Containers[0].Args, "--zap-log-level=debug") {
+			t.Errorf("after the upgrade: manager Pod %s with args %v", m.Name, m.Spec.Containers[0].Args)
+		}
+		c.waitCrawled(t, "slow", 1, 8, 3*time.Minute)
+	}) {
+		return
+	}
+
+	t.Run("helm rollback restores the first release", func(t *testing.T) {
+		c.helm(t, helm, "rollback", helmRelease, "1", "--namespace", helmNamespace, "--wait", "--timeout", "5m")
+		m := c.runningManager(t)
+		if !slices.Contains(m.Spec.Containers[0].Args, "--zap-log-level=info") {
+			t.Errorf("after the rollback: args %v", m.Spec.Containers[0].Args)
+		}
+		if h := c.helm(t, helm, "history", helmRelease, "--namespace", helmNamespace, "-o", "json"); strings.Count(h, `"revision"`) != 3 {
+			t.Errorf("helm history: %s", h)
+		}
+	})
+
+	uninstalled := time.Now()
+	if !t.Run("helm uninstall removes the manager and its crawl objects and keeps the CRDs and CrawlTargets", func(t *testing.T) {
+		// A crawl in flight when the release goes.
+		run := c.target(t, "slow").Status.Runs + 1
+		c.mustKubectl(t, "", "annotate", "-n", rnNamespace, "crawltarget/slow",
+			crawlpod.AnnotationRequestedAt+"="+time.Now().UTC().Format(time.RFC3339), "--overwrite")
+		testutil.Eventually(t, 90*time.Second, "run 2 of slow crawling", func() error {
+			pod := &corev1.Pod{}
+			if err := c.client.Get(ctx, client.ObjectKey{Namespace: rnNamespace, Name: crawlpod.PodName("slow", run)}, pod); err != nil {
+				return err
+			}
+			if pod.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("phase %s", pod.Status.Phase)
+			}
+			return nil
+		})
+		uninstalled = time.Now()
+		c.helm(t, helm, "uninstall", helmRelease, "--namespace", helmNamespace, "--wait", "--timeout", "5m")
+		testutil.Eventually(t, 2*time.Minute, "manager and crawl objects gone", func() error {
+			if pods := c.managerPods(t); len(pods) > 0 {
+				return fmt.Errorf("manager Pod %s", pods[0].Name)
+			}
+			if left := c.crawlObjects(t); len(left) > 0 {
+				return fmt.Errorf("left: %v", left)
+			}
+			return nil
+		})
+		c.mustKubectl(t, "", "get", "crd", "crawltargets.crawl.lohisoft.com", "siteindexes.crawl.lohisoft.com", "exclusions.crawl.lohisoft.com")
+		for _, name := range []string{"bakery", "slow"} {
+			c.target(t, name)
+		}
+		// The hook's Job and RBAC went with its success; the index's PVC stays.
+		for _, o := range []client.Object{&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}} {
+			if err := c.client.Get(ctx, client.ObjectKey{Name: helmRelease + "-cleanup"}, o); !apierrors.IsNotFound(err) {
+				t.Errorf("%T %s-cleanup after uninstall: %v", o, helmRelease, err)
+			}
+		}
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: helmNamespace, Name: helmRelease + "-index"}, &corev1.PersistentVolumeClaim{}); err != nil {
+			t.Errorf("the index PVC went with the release: %v", err)
+		}
+	}) {
+		return
+	}
+
+	t.Run("a reinstall picks the CrawlTargets up again", func(t *testing.T) {
+		c.helm(t, helm, installArgs()...)
+		c.runningManager(t)
+		c.waitCrawled(t, "slow", c.target(t, "slow").Status.Runs, 8, 3*time.Minute)
+		if ct := c.target(t, "slow"); ct.Status.LastCrawlTime == nil || ct.Status.LastCrawlTime.Time.Before(uninstalled) {
+			t.Errorf("slow was not crawled again after the reinstall: last crawl %v", ct.Status.LastCrawlTime)
+		}
+		if ct := c.target(t, "bakery"); ct.Status.PagesIndexed != 6 {
+			t.Errorf("bakery after the reinstall: %d pages", ct.Status.PagesIndexed)
+		}
+		base := c.portForward(t, helmRelease+"-index", 8082)
+		if got := searchURLs(t, base, "heading"); !strings.Contains(strings.Join(got, " "), host) {
+			t.Errorf("the kept index lost the first site's pages: %v", got)
+		}
+	})
+}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -24,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 	"github.com/lohisoft/crawl-operator/internal/uninstall"
@@ -374,4 +377,77 @@ func TestHelmOnRealNode(t *testing.T) {
 			t.Errorf("the kept index lost the first site's pages: %v", got)
 		}
 	})
+
+	t.Run("manager.replicas=2 on PostgreSQL: one leader, and a standby that takes over within 30 s", func(t *testing.T) {
+		// The README's PostgreSQL install. The test server listens on
+		// loopback only; Pods reach it through a proxy on the bridge.
+		dsn, err := url.Parse(pgtest.Schema(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dsn.Host = startTCPProxy(t, c.gw, dsn.Host)
+		c.mustKubectl(t, "", "-n", helmNamespace, "create", "secret", "generic", "crawl-index-dsn", "--from-literal=dsn="+dsn.String())
+		c.helm(t, helm, "upgrade", helmRelease, "charts/crawl-operator", "--namespace", helmNamespace, "--reuse-values",
+			"--set", "storage.type=postgres", "--set", "storage.postgres.existingSecret=crawl-index-dsn",
+			"--set", "manager.replicas=2", "--wait", "--timeout", "5m")
+		var pods []corev1.Pod
+		var leader, standby string
+		testutil.Eventually(t, 2*time.Minute, "two Ready manager Pods, one leading", func() error {
+			pods = c.managerPods(t)
+			if len(pods) != 2 || !podReady(pods[0]) || !podReady(pods[1]) {
+				return fmt.Errorf("%d manager Pods", len(pods))
+			}
+			l := c.leader(t)
+			for i, p := range pods {
+				if strings.HasPrefix(l, p.Name+"_") {
+					leader, standby = p.Name, pods[1-i].Name
+					return nil
+				}
+			}
+			return fmt.Errorf("lease held by %q, none of the two", l)
+		})
+		start := time.Now()
+		c.mustKubectl(t, "", "-n", helmNamespace, "delete", "pod", leader, "--wait=false")
+		testutil.Eventually(t, 30*time.Second, "the standby leads", func() error {
+			if l := c.leader(t); !strings.HasPrefix(l, standby+"_") {
+				return fmt.Errorf("lease held by %q", l)
+			}
+			return nil
+		})
+		t.Logf("standby %s leads %s after the leader's Pod was deleted", standby, time.Since(start).Round(100*time.Millisecond))
+		// And it does the work: a crawl asked for now lands.
+		run := c.target(t, "bakery").Status.Runs + 1
+		c.mustKubectl(t, "", "annotate", "-n", rnNamespace, "crawltarget/bakery",
+			crawlpod.AnnotationRequestedAt+"="+time.Now().UTC().Format(time.RFC3339), "--overwrite")
+		c.waitCrawled(t, "bakery", run, 6, 2*time.Minute)
+	})
+}
+
+// startTCPProxy forwards connections to ip:<free port> on to target.
+func startTCPProxy(t *testing.T, ip, target string) string {
+	t.Helper()
+	l, err := net.Listen("tcp4", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer in.Close()
+				out, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer out.Close()
+				go func() { _, _ = io.Copy(out, in) }()
+				_, _ = io.Copy(in, out)
+			}()
+		}
+	}()
+	return l.Addr().String()
 }

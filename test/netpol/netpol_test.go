@@ -19,15 +19,20 @@ func wrong(policies []*networkingv1.NetworkPolicy, flows []flow) map[*flow]strin
 	out := map[*flow]string{}
 	for i := range flows {
 		fl := &flows[i]
-		res := evaluator.IsTrafficAllowed(&matcher.Traffic{
-			Source: fl.from, Destination: fl.to,
-			ResolvedPort: fl.port, ResolvedPortName: fl.portName, Protocol: fl.proto,
-		})
-		if res.IsAllowed() != fl.allowed {
+		if res := evaluator.IsTrafficAllowed(fl.traffic()); res.IsAllowed() != fl.allowed {
 			out[fl] = res.Table()
 		}
 	}
 	return out
+}
+
+// evaluate is the evaluator's verdict on one flow.
+func evaluate(policies []*networkingv1.NetworkPolicy, fl flow) bool {
+	return matcher.BuildNetworkPolicies(false, policies).IsTrafficAllowed(fl.traffic()).IsAllowed()
+}
+
+func (fl *flow) traffic() *matcher.Traffic {
+	return &matcher.Traffic{Source: fl.from, Destination: fl.to, ResolvedPort: fl.port, ResolvedPortName: fl.portName, Protocol: fl.proto}
 }
 
 // Every policy set the chart and the manager write, alone and together,

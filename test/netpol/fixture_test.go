@@ -11,10 +11,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// fixture is one install, as test/chart writes it (netpolFixture there):
-// the facts about the cluster come from the chart's values, the manager's
-// and the crawler Pods' labels and ports from what the chart and the
-// manager make, and the policies from both.
+// fixture is one install, as test/chart writes it (netpolFixture there;
+// this module cannot import that one, and the strict decoding below fails
+// on any field the two do not share): the facts about the cluster come
+// from the chart's values, the manager's and the crawler Pods' labels and
+// ports from what the chart and the manager make, and the policies from
+// both.
 type fixture struct {
 	Scenario         string            `json:"scenario"`
 	DNSNamespace     string            `json:"dnsNamespace"`
@@ -32,9 +34,17 @@ type fixture struct {
 	ManagerPolicies   []*networkingv1.NetworkPolicy `json:"managerPolicies"`
 }
 
-// The scenarios test/chart writes; a missing one is a failure, not a
-// smaller test.
-var scenarios = []string{"defaults", "user-settings", "chart-only"}
+// The scenarios test/chart writes, and the namespaces where each writer
+// must have put a crawler policy: a missing fixture, or a writer that
+// wrote fewer policies, is a failure, not a smaller test.
+var scenarios = []struct {
+	name               string
+	chartNS, managerNS []string
+}{
+	{"defaults", []string{"default"}, []string{"default", "elsewhere"}},
+	{"user-settings", []string{"sites", "shops"}, []string{"sites", "shops", "elsewhere"}},
+	{"chart-only", []string{"sites"}, nil}, // networkPolicy.operatorManaged=false
+}
 
 // loadFixtures reads every scenario's fixture, by name.
 func loadFixtures(t *testing.T) map[string]*fixture {
@@ -55,10 +65,19 @@ func loadFixtures(t *testing.T) map[string]*fixture {
 		}
 		out[f.Scenario] = f
 	}
-	for _, name := range scenarios {
-		if out[name] == nil {
-			t.Fatalf("no fixture for scenario %q in testdata: run `make netpol-fixtures` in the repository's root", name)
+	for _, sc := range scenarios {
+		if out[sc.name] == nil {
+			t.Fatalf("no fixture for scenario %q in testdata: run `make netpol-fixtures` in the repository's root", sc.name)
 		}
+	}
+	return out
+}
+
+// policyNamespaces are the namespaces of policies, in order.
+func policyNamespaces(policies []*networkingv1.NetworkPolicy) []string {
+	var out []string
+	for _, p := range policies {
+		out = append(out, p.Namespace)
 	}
 	return out
 }

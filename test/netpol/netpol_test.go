@@ -40,8 +40,14 @@ func (fl *flow) traffic() *matcher.Traffic {
 // and the results endpoint, and nothing else; nothing reaches them.
 func TestCrawlerPolicies(t *testing.T) {
 	fixtures := loadFixtures(t)
-	for _, name := range scenarios {
-		f := fixtures[name]
+	for _, sc := range scenarios {
+		name, f := sc.name, fixtures[sc.name]
+		if got := policyNamespaces(f.ChartPolicies); !slices.Equal(got, sc.chartNS) {
+			t.Errorf("%s: the chart wrote crawler policies in %v, want %v", name, got, sc.chartNS)
+		}
+		if got := policyNamespaces(f.ManagerPolicies); !slices.Equal(got, sc.managerNS) {
+			t.Errorf("%s: the manager wrote crawler policies in %v, want %v", name, got, sc.managerNS)
+		}
 		if all := (policySet{policies: slices.Concat(f.ChartPolicies, f.ManagerPolicies)}).namespaces(f.CrawlerNamespaces); len(all) != len(f.CrawlerNamespaces) {
 			t.Errorf("%s: crawler Pods run in %v, but only %v have a crawler policy", name, f.CrawlerNamespaces, all)
 		}

@@ -195,6 +195,8 @@ func (f *fixture) flows(t *testing.T, ns string) []flow {
 		{"the manager", manager},
 		{"the DNS Pod", dns},
 		{"the internet", hostPeer("8.8.8.8")},
+		// The policy's word: CNIs let a Pod's own node in whatever it
+		// says, which the evaluator does not model (limits_test.go).
 		{"the node", hostPeer(nodeIP)},
 	} {
 		for _, port := range []int{8080, 443} {

@@ -23,8 +23,8 @@ RELEASE=crawl-operator
 NS=crawl-system
 FORWARD=127.0.0.1:18082
 
-step() { printf '\n==> %s\n' "$*"; }
-listening() { (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null; }
+# shellcheck source=hack/demo/lib.sh
+. hack/demo/lib.sh
 
 started=$SECONDS
 step "Starting the local cluster with a real node (kubelet, containerd, kube-proxy, CoreDNS, local-path-provisioner)"
@@ -65,24 +65,7 @@ step "The manager: a Pod of the chart's Deployment, its PVC bound by the default
 $KUBECTL -n "$NS" get deployment,pods,pvc,services,networkpolicies -o wide
 $KUBECTL -n "$NS" get lease -o custom-columns=LEASE:.metadata.name,HOLDER:.spec.holderIdentity
 
-step "Applying the sample CrawlTarget with kubectl"
-target=$(sed "s|http://127.0.0.1:8090/|http://$RN_GW:8090/|" hack/demo/crawltarget.yaml)
-echo "$target"
-echo "$target" | $KUBECTL apply -f -
-
-step "Waiting until the CrawlTarget is Ready"
-ready=""
-for i in $(seq 1 90); do
-	line=$($KUBECTL get crawltarget harbour-bakery -n default \
-		-o jsonpath='{.status.phase} {.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason}' 2>/dev/null || true)
-	printf '  [%3ss] phase/ready/reason: %s\n' "$((i * 2))" "$line"
-	if [ "$(echo "$line" | awk '{print $2}')" = True ]; then ready=1; break; fi
-	sleep 2
-done
-if [ -z "$ready" ]; then
-	echo "the CrawlTarget did not become Ready: $KUBECTL -n $NS logs deploy/$RELEASE" >&2
-	exit 1
-fi
+sample_target "$RN_GW:8090" "$KUBECTL -n $NS logs deploy/$RELEASE"
 $KUBECTL get crawltargets,siteindexes -n default
 
 step "Searching through the chart's index Service: kubectl -n $NS port-forward svc/$RELEASE-index ${FORWARD#*:}:8082"

@@ -24,7 +24,8 @@ INDEX=127.0.0.1:8082
 RESULTS=127.0.0.1:8083
 SITE=127.0.0.1:8090
 
-step() { printf '\n==> %s\n' "$*"; }
+# shellcheck source=hack/demo/lib.sh
+. hack/demo/lib.sh
 alive() {
 	local pid
 	[ -f "$DEV/$1.pid" ] || return 1
@@ -32,7 +33,6 @@ alive() {
 	kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "bin/$1"
 }
 
-listening() { (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null; }
 
 # port_free NAME ADDR: refuse to start NAME when something else holds ADDR.
 port_free() {
@@ -107,25 +107,7 @@ if ! alive samplesite; then
 fi
 wait_port samplesite $SITE
 
-step "Applying a CrawlTarget with kubectl"
-target=$(sed "s|http://127.0.0.1:8090/|http://$SITE/|" hack/demo/crawltarget.yaml)
-echo "$target"
-echo "$target" | $KUBECTL apply -f -
-
-step "Waiting until the CrawlTarget is Ready"
-ready=""
-for i in $(seq 1 90); do
-	line=$($KUBECTL get crawltarget harbour-bakery -n default \
-		-o jsonpath='{.status.phase} {.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason} {.status.egressIP}' 2>/dev/null || true)
-	pages=$($KUBECTL get siteindex harbour-bakery -n default -o jsonpath='{.status.stats.pages}' 2>/dev/null || true)
-	printf '  [%3ss] phase/ready/reason/egress: %-45s pages so far: %s\n' "$((i * 2))" "$line" "${pages:-0}"
-	if [ "$(echo "$line" | awk '{print $2}')" = True ]; then ready=1; break; fi
-	sleep 2
-done
-if [ -z "$ready" ]; then
-	echo "the CrawlTarget did not become Ready; see $DEV/manager.log and $DEV/cluster/pods/" >&2
-	exit 1
-fi
+sample_target "$SITE" "$DEV/manager.log and $DEV/cluster/pods/"
 
 step "kubectl get crawltargets,siteindexes"
 $KUBECTL get crawltargets,siteindexes -n default

@@ -120,6 +120,14 @@ REAL_NODE ?=
 demo: k8s-bin build ## Run the whole job locally: cluster, manager, sample site, a crawl, a search (REAL_NODE=1: in real containers).
 	REAL_NODE=$(REAL_NODE) RN_IMAGE=$(IMG) hack/demo.sh
 
+FLUX_CONTROLLERS := source kustomize helm
+
+.PHONY: flux-bin
+flux-bin: ## Build Flux's source-, kustomize- and helm-controller (hack/tools/flux/*, pinned there) into bin/flux; not yet wired into a demo or test.
+	for c in $(FLUX_CONTROLLERS); do \
+		(cd hack/tools/flux/$$c && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -ldflags "-s -w" -o $(BIN)/flux/$$c-controller github.com/fluxcd/$$c-controller) || exit 1; \
+	done
+
 .PHONY: demo-helm
 demo-helm: k8s-bin helm-bin build ## The chart as users install it, on a real node (root): helm install, a CrawlTarget Ready, a search through the index Service.
 	RN_IMAGE=$(IMG) IMAGE_TAR=$(IMAGE_TAR) hack/demo-helm.sh

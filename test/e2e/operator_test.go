@@ -113,6 +113,10 @@ func startManager(t *testing.T, c *controlPlane, binary string) string {
 		"--results-bind-address="+results,
 		"--results-url=http://"+results,
 		"--crawler-image=crawler:e2e",
+		// The defaults (/data/index.db, :8082) belong to the manager's
+		// container; on the host they would outlive the test and collide.
+		"--index-bind-address="+freeAddr(t),
+		"--storage=sqlite://"+filepath.Join(t.TempDir(), "index.db"),
 		// A manager outside the cluster: no NetworkPolicy can let crawler
 		// Pods reach it.
 		"--crawler-network-policy=false",

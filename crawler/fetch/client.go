@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -53,6 +54,10 @@ type Client struct {
 
 	bufMu sync.Mutex
 	buf   []byte
+
+	// received counts the bytes read from every connection the client
+	// dialled (BytesReceived).
+	received atomic.Int64
 }
 
 // New builds a Client.
@@ -73,11 +78,18 @@ func New(cfg Config) *Client {
 		cfg.TotalTimeout = DefaultTotalTimeout
 	}
 	d := cfg.Dialer
+	c := &Client{cfg: cfg}
 	tr := &http.Transport{
 		// Proxy deliberately nil: an HTTP(S)_PROXY in the environment
 		// would carry requests past the address checks of the dialer.
-		Proxy:                  nil,
-		DialContext:            d.DialContext,
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &countingConn{Conn: conn, n: &c.received}, nil
+		},
 		TLSClientConfig:        cfg.TLS,
 		TLSHandshakeTimeout:    cfg.Dialer.ConnectTimeout,
 		ResponseHeaderTimeout:  cfg.HeaderTimeout,
@@ -88,14 +100,45 @@ func New(cfg Config) *Client {
 		IdleConnTimeout:    30 * time.Second,
 		ForceAttemptHTTP2:  true,
 	}
-	return &Client{cfg: cfg, hc: &http.Client{
+	c.hc = &http.Client{
 		Transport: tr,
 		Jar:       nil, // no cookies, ever
 		// The crawler follows redirects itself, so each hop is counted
 		// against the budget and checked against robots.txt and the site.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
+	}
+	return c
 }
+
+// BytesReceived is how many bytes the client has read from the network so
+// far: status lines, headers and bodies (as they came, compressed), and on
+// https the TLS records, handshakes included. It is what a site sent the
+// bot, so a conditional recrawl shows its saving here.
+func (c *Client) BytesReceived() int64 { return c.received.Load() }
+
+// countingConn adds every byte read to n.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// Conditional holds the validators of a conditional GET (RFC 9110 §13.1):
+// an empty field is not sent. The caller passes only validators the site
+// sent before and the bot kept (runreport.ETag, runreport.LastModified), so
+// none is invented and none can break out of its header.
+type Conditional struct {
+	IfNoneMatch     string
+	IfModifiedSince string
+}
+
+// IsZero reports whether the request would be unconditional.
+func (c Conditional) IsZero() bool { return c == Conditional{} }
 
 // Response is what the crawler keeps of one HTTP response.
 type Response struct {
@@ -114,6 +157,12 @@ type Response struct {
 // Get sends one GET. wantBody decides, from status and headers, whether the
 // body is read at all (a non-HTML page or an error page is not downloaded).
 func (c *Client) Get(ctx context.Context, u *url.URL, wantBody func(*http.Response) bool) (*Response, error) {
+	return c.GetIf(ctx, u, Conditional{}, wantBody)
+}
+
+// GetIf is Get with the validators of cond: a site that still has the same
+// page may answer 304 Not Modified, without a body.
+func (c *Client) GetIf(ctx context.Context, u *url.URL, cond Conditional, wantBody func(*http.Response) bool) (*Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.TotalTimeout)
 	defer cancel()
 	clean := *u
@@ -126,6 +175,12 @@ func (c *Client) Get(ctx context.Context, u *url.URL, wantBody func(*http.Respon
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.5,*/*;q=0.1")
 	req.Header.Set("Accept-Encoding", "gzip")
+	if cond.IfNoneMatch != "" {
+		req.Header.Set("If-None-Match", cond.IfNoneMatch)
+	}
+	if cond.IfModifiedSince != "" {
+		req.Header.Set("If-Modified-Since", cond.IfModifiedSince)
+	}
 	started := time.Now()
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -23,7 +23,7 @@ func Marshal(v any) ([]byte, error) {
 // every cap with characters JSON must escape gets here. What goes first is
 // what matters least to the index: skipped entries (counted in
 // SkippedOmitted), then off-site links, then, from the last page back, a
-// page's inbound anchors, h3, h2, h1 and description. URLs and titles of
+// page's validators, inbound anchors, h3, h2, h1 and description. URLs and titles of
 // indexed pages go last of all. It reports whether anything was removed.
 func Fit(c *Crawl, max int) bool {
 	trimmed := false
@@ -58,6 +58,9 @@ func fitOnce(c *Crawl, total, max int) bool {
 		removed = true
 	}
 	trims := []func(*Page){
+		// Without its validators a page is fetched in full next time:
+		// the least loss.
+		func(p *Page) { p.ETag, p.LastModified = "", "" },
 		func(p *Page) { p.InboundAnchors = []string{} },
 		func(p *Page) { p.Headings.H3 = []string{} },
 		func(p *Page) { p.Headings.H2 = []string{} },

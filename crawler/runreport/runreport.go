@@ -24,6 +24,18 @@ type Crawl struct {
 	// OffSiteLinks are links from the indexed pages to other sites, with
 	// their anchor texts: recorded, never fetched.
 	OffSiteLinks []OffSiteLink `json:"offSiteLinks,omitempty"`
+	// Stats measures what the crawl cost the site.
+	Stats Stats `json:"stats"`
+}
+
+// Stats measures a crawl.
+type Stats struct {
+	// BytesReceived counts every byte read from the site's connections:
+	// status lines, headers and bodies of robots.txt and every page (TLS
+	// records included on https), as they came over the wire.
+	BytesReceived int64 `json:"bytesReceived"`
+	// PagesUnchanged counts the pages the site answered 304 Not Modified.
+	PagesUnchanged int `json:"pagesUnchanged"`
 }
 
 // OffSiteLink is a link that leaves the crawled site.
@@ -53,6 +65,17 @@ type Page struct {
 	// page declares none that is valid. Metadata: it picks the stemmer
 	// and is never searched as text.
 	Lang string `json:"lang,omitempty"`
+	// ETag and LastModified are the page's validators as the site sent
+	// them (ETag, LastModified); absent when it sent none the bot keeps.
+	// The next crawl sends them back in If-None-Match and
+	// If-Modified-Since.
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"lastModified,omitempty"`
+	// Unchanged marks a page the site answered 304 Not Modified: its
+	// statusCode is 304 and its title, description and headings are empty
+	// because no body came; the index keeps what it stored for the page
+	// and refreshes its fetch time.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // Headings are the h1–h3 texts in document order.
@@ -68,6 +91,28 @@ type Skip struct {
 	URL    string `json:"url"`
 	Reason string `json:"reason"`
 }
+
+// Previous is what the results endpoint answers to the crawler's GET of its
+// report URL: the pages the index holds for the run's target (from its last
+// complete crawl), with the validators kept for each. The crawler sends the
+// validators back, and requeues the pages when one of them answers 304,
+// whose links it cannot read.
+type Previous struct {
+	Site  string      `json:"site"`
+	Pages []KnownPage `json:"pages"`
+}
+
+// KnownPage is one page of Previous.
+type KnownPage struct {
+	URL          string `json:"url"`
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"lastModified,omitempty"`
+}
+
+// MaxPreviousBytes bounds the endpoint's answer as the crawler reads it: at
+// most MaxPages pages of a URL and two validators each, with room for JSON
+// escaping.
+const MaxPreviousBytes = 2 * MaxPages * (MaxURLLength + 2*MaxValidatorLength + 64)
 
 // Report is what the crawler POSTs to the manager's results endpoint
 // (`--report-url`, `Authorization: Bearer <--report-token>`): the crawl so far

@@ -96,6 +96,21 @@ func (s *Site) HTML(path, body string) {
 	})
 }
 
+// Validated serves body as text/html at path with the validators etag (when
+// not "") and modified (when not zero), and answers a conditional GET the
+// way net/http's file server does (http.ServeContent: If-None-Match by weak
+// comparison first, then If-Modified-Since): 304 Not Modified when the
+// validators the request sends still match.
+func (s *Site) Validated(path, body, etag string, modified time.Time) {
+	s.Handle(path, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if etag != "" {
+			w.Header().Set("ETag", etag)
+		}
+		http.ServeContent(w, r, "", modified, strings.NewReader(body))
+	})
+}
+
 // Robots serves body as /robots.txt.
 func (s *Site) Robots(body string) {
 	s.Handle("/robots.txt", func(w http.ResponseWriter, r *http.Request) {

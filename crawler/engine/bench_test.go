@@ -96,3 +96,37 @@ func BenchmarkCrawlPeakMemory(b *testing.B) {
 	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-over-baseline-MiB")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/(1<<20), "alloc-MiB/crawl")
 }
+
+// BenchmarkConditionalRecrawl crawls a generated 20-page site whose pages
+// carry an ETag and a Last-Modified, then recrawls it unchanged with the
+// first crawl's validators (as the results endpoint hands them over), and
+// reports the bytes each crawl received over the wire (headers included,
+// robots.txt included) and the recrawl's share of the first crawl's. The
+// target of issue 22 is at most 5 %.
+func BenchmarkConditionalRecrawl(b *testing.B) {
+	for _, size := range []int{5 << 10, 30 << 10} {
+		b.Run(fmt.Sprintf("page=%dKiB", size>>10), func(b *testing.B) {
+			s := validatedSite(b, runreport.MaxPages, size)
+			cfg := testConfig()
+			cfg.Delay = 0
+			var first, again runreport.Crawl
+			for b.Loop() {
+				var err error
+				cfg.Previous = nil
+				if first, err = Crawl(context.Background(), cfg, s.URL); err != nil {
+					b.Fatal(err)
+				}
+				cfg.Previous = previousOf(first)
+				if again, err = Crawl(context.Background(), cfg, s.URL); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if len(first.Pages) != runreport.MaxPages || again.Stats.PagesUnchanged != runreport.MaxPages || len(again.Pages) != runreport.MaxPages {
+				b.Fatalf("first crawl %d pages, recrawl %d pages of which %d unchanged", len(first.Pages), len(again.Pages), again.Stats.PagesUnchanged)
+			}
+			b.ReportMetric(float64(first.Stats.BytesReceived), "first-crawl-bytes")
+			b.ReportMetric(float64(again.Stats.BytesReceived), "recrawl-bytes")
+			b.ReportMetric(100*float64(again.Stats.BytesReceived)/float64(first.Stats.BytesReceived), "recrawl-%-of-first")
+		})
+	}
+}

@@ -79,6 +79,11 @@ type Config struct {
 	RobotsCache *robots.Cache
 	// Now is the clock for fetchedAt and retryAfter (default time.Now).
 	Now func() time.Time
+	// Previous are the pages the index holds from the site's last crawl,
+	// with their validators (the results endpoint's answer): their
+	// validators are sent back, and they are queued when a 304 hides a
+	// page's links (conditional.go).
+	Previous []runreport.KnownPage
 }
 
 // TokenFor returns the robots.txt product token for a user agent.
@@ -140,6 +145,8 @@ type crawler struct {
 	anchors    map[string][]string // target URL → anchor texts
 	redirected map[string][]string // final URL → URLs that redirected to it
 	offSite    map[string]int      // URL → index in res.OffSiteLinks
+	prev       previous            // the previous run's pages and validators
+	unchanged  int                 // pages answered 304 Not Modified
 }
 
 func newCrawler(cfg Config, start *url.URL) *crawler {
@@ -186,6 +193,7 @@ func newCrawler(cfg Config, start *url.URL) *crawler {
 		anchors:    map[string][]string{},
 		redirected: map[string][]string{},
 		offSite:    map[string]int{},
+		prev:       newPrevious(cfg.Previous),
 	}
 }
 
@@ -388,7 +396,7 @@ func (c *crawler) request(ctx context.Context, u *url.URL, page bool, wantBody f
 		if page {
 			c.requests++
 		}
-		resp, err := c.client.Get(ctx, u, func(r *http.Response) bool {
+		resp, err := c.client.GetIf(ctx, u, c.conditionFor(u, page), func(r *http.Response) bool {
 			return wantBody(r) || wantsChallengeCheck(r)
 		})
 		release()
@@ -509,6 +517,9 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) {
 		case isChallenge(code, resp.Header, resp.Body):
 			c.skip(cur.String(), fmt.Sprintf("bot protection challenge (HTTP %d): not bypassed, site left alone", code))
 			c.stop(ChallengeRetryAfter)
+			return
+		case code == http.StatusNotModified:
+			c.notModified(cur, resp)
 			return
 		case code >= 300 && code < 400:
 			next, ok := c.redirectTarget(cur, resp, hop)
@@ -634,6 +645,7 @@ func (c *crawler) page(u *url.URL, resp *fetch.Response) {
 		c.skip(u.String(), "noindex")
 		return
 	}
+	etag, lastModified := c.validators(resp)
 	c.pageIndex[u.String()] = len(c.res.Pages)
 	c.res.Pages = append(c.res.Pages, runreport.Page{
 		URL:         u.String(),
@@ -645,8 +657,10 @@ func (c *crawler) page(u *url.URL, resp *fetch.Response) {
 			H2: headings(p.H2),
 			H3: headings(p.H3),
 		},
-		FetchedAt: resp.Started.UTC(),
-		Lang:      pageLang(p.Lang, resp.Header.Get("Content-Language")),
+		FetchedAt:    resp.Started.UTC(),
+		Lang:         pageLang(p.Lang, resp.Header.Get("Content-Language")),
+		ETag:         etag,
+		LastModified: lastModified,
 	})
 }
 
@@ -726,6 +740,7 @@ func (c *crawler) addOffSite(target, text string) {
 // anchors (including those of URLs that redirected to it).
 func (c *crawler) snapshot() runreport.Crawl {
 	out := c.res
+	out.Stats = c.stats()
 	out.Pages = make([]runreport.Page, len(c.res.Pages))
 	copy(out.Pages, c.res.Pages)
 	for i := range out.Pages {

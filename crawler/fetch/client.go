@@ -14,7 +14,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -168,6 +170,8 @@ func (c *Client) GetIf(ctx context.Context, u *url.URL, cond Conditional, wantBo
 	clean := *u
 	clean.User = nil // credentials are never sent
 	clean.Fragment = ""
+	var conn net.Conn
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { conn = i.Conn }})
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, clean.String(), nil)
 	if err != nil {
 		return nil, err
@@ -187,6 +191,11 @@ func (c *Client) GetIf(ctx context.Context, u *url.URL, cond Conditional, wantBo
 		return nil, classify(unwrapURLError(err))
 	}
 	defer resp.Body.Close()
+	if announcesForbiddenBody(resp) && conn != nil {
+		// Whatever the server sends as this answer's body would be read
+		// as the answer to the next request on the connection: close it.
+		conn.Close()
+	}
 	out := &Response{URL: &clean, StatusCode: resp.StatusCode, Header: resp.Header, Started: started}
 	if wantBody != nil && !wantBody(resp) {
 		return out, nil
@@ -257,6 +266,20 @@ func (c *Client) readAll(r io.Reader) ([]byte, error) {
 	body := make([]byte, len(buf))
 	copy(body, buf)
 	return body, err
+}
+
+// announcesForbiddenBody reports whether an HTTP/1 response whose status
+// has no body (204, 304) came with a chunked Transfer-Encoding or a
+// Content-Length above zero. net/http reads no body for it, and would take
+// the bytes that follow, if the server sends them, for the next response on
+// that connection. RFC 9110 lets a 304 carry the Content-Length the 200
+// would have had, so this costs an honest server one reconnection.
+func announcesForbiddenBody(r *http.Response) bool {
+	if r.ProtoMajor != 1 || r.StatusCode != http.StatusNoContent && r.StatusCode != http.StatusNotModified {
+		return false
+	}
+	n, err := strconv.ParseInt(r.Header.Get("Content-Length"), 10, 64)
+	return len(r.TransferEncoding) > 0 || err == nil && n > 0
 }
 
 func unwrapURLError(err error) error {

@@ -28,6 +28,7 @@ type Site struct {
 	mu          sync.Mutex
 	routes      map[string]http.HandlerFunc
 	fallback    http.HandlerFunc
+	headers     http.Header
 	reqs        []Request
 	inFlight    atomic.Int32
 	maxInFlight atomic.Int32
@@ -63,6 +64,9 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 	if !ok && s.fallback != nil {
 		h, ok = s.fallback, true
 	}
+	for k, v := range s.headers {
+		w.Header()[k] = v
+	}
 	s.mu.Unlock()
 	if ok {
 		h(w, r)
@@ -79,6 +83,13 @@ func (s *Site) Handle(path string, h http.HandlerFunc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.routes[path] = h
+}
+
+// Headers adds h to every answer, before the route's handler runs.
+func (s *Site) Headers(h http.Header) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.headers = h.Clone()
 }
 
 // Fallback answers every request that no route matches (404 without it).

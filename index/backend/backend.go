@@ -275,6 +275,16 @@ func (b *Backend) Sources(ctx context.Context) ([]store.SourceRun, error) {
 	return r, b.failed(ctx, st, err)
 }
 
+// Validators implements store.Store.
+func (b *Backend) Validators(ctx context.Context, source, site string) ([]store.Validators, error) {
+	st, err := b.store()
+	if err != nil {
+		return nil, err
+	}
+	r, err := st.Validators(ctx, source, site)
+	return r, b.failed(ctx, st, err)
+}
+
 // Search implements store.Store.
 func (b *Backend) Search(ctx context.Context, query string, limit int) ([]store.Result, error) {
 	st, err := b.store()

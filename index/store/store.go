@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
@@ -74,6 +75,13 @@ type Page struct {
 	// Lang is the page's language tag, lower-case ("en", "nl-be"), or ""
 	// when unknown. It picks the stemmer; it is metadata, never searched.
 	Lang string
+	// ETag and LastModified are the page's validators as the site sent
+	// them ("" for none), for the next crawl's conditional requests.
+	ETag, LastModified string
+	// Unchanged marks, on write, a page the site answered 304 Not
+	// Modified: the backend keeps what it holds of the page (Carry).
+	// Never set on a page read back.
+	Unchanged bool
 }
 
 // Link is a link from a site to a page of another site, with its texts.
@@ -96,6 +104,10 @@ type SiteDoc struct {
 	CrawledAt time.Time
 	Pages     []Page
 	Links     []Link
+	// BytesReceived and PagesUnchanged are the crawl's stats
+	// (runreport.Stats), shown on the dashboard.
+	BytesReceived  int64
+	PagesUnchanged int
 }
 
 // Validate checks what a backend relies on: a normalised site, pages of
@@ -156,6 +168,10 @@ type SiteInfo struct {
 	Host      string
 	Pages     int
 	CrawledAt time.Time
+	// BytesReceived and PagesUnchanged are the stats of the crawl the
+	// site's rows come from.
+	BytesReceived  int64
+	PagesUnchanged int
 }
 
 // SitePage is a page together with the site it belongs to.
@@ -170,7 +186,13 @@ type Store interface {
 	// source: pages and links the site had before are removed, and the
 	// external anchors of pages its old and new links point to are
 	// recomputed. Replacing twice with the same document changes nothing.
+	// A document with unchanged pages is first completed from what the
+	// site had (Carry), in the same transaction.
 	ReplaceSite(ctx context.Context, doc SiteDoc) error
+	// Validators lists the pages of site written from source, sorted by
+	// URL, with their validators: what the next crawl of the site sends
+	// back. None (and no error) when the backend holds no such site.
+	Validators(ctx context.Context, source, site string) ([]Validators, error)
 	// DeleteSource removes every site written from source except keepSite
 	// ("" keeps none) and returns the number of pages removed.
 	DeleteSource(ctx context.Context, source, keepSite string) (int64, error)
@@ -212,6 +234,7 @@ func (d SiteDoc) Clean() SiteDoc {
 		p.H1, p.H2, p.H3 = cleanList(p.H1), cleanList(p.H2), cleanList(p.H3)
 		p.Anchors, p.ExternalAnchors = cleanList(p.Anchors), nil
 		p.Lang = cleanLang(p.Lang)
+		p.ETag, p.LastModified = runreport.ETag(p.ETag), runreport.LastModified(p.LastModified)
 		out.Pages[i] = p
 	}
 	out.Links = make([]Link, len(d.Links))

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net/url"
 	"sync"
 	"testing"
@@ -68,6 +69,33 @@ func TestUpgradeFromTSVector(t *testing.T) {
 	}
 	defer s.Close()
 	storetest.CheckUpgraded(t, s)
+}
+
+// TestUpgradeToValidators opens a database at schema version 3 (before
+// page validators and crawl stats) and recrawls its page.
+func TestUpgradeToValidators(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	ctx := context.Background()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	queries := []string{"CREATE TABLE index_schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"}
+	for i, m := range migrations[:3] {
+		queries = append(queries, m, fmt.Sprintf("INSERT INTO index_schema_migrations (version) VALUES (%d)", i+1))
+	}
+	for _, q := range append(queries, storetest.ValidatorsUpgradeRows...) {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.CheckUpgradedToValidators(t, s)
 }
 
 func TestMigrationsAreIdempotentAndSerialised(t *testing.T) {

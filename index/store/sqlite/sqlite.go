@@ -77,6 +77,13 @@ var migrations = []string{
 	) WITHOUT ROWID;
 	CREATE INDEX postings_term ON postings (term, score DESC, page_id);
 	DROP TABLE pages_fts;`,
+	// Conditional recrawl: each page's validators as the site sent them
+	// (store.Page.ETag, LastModified; '' for none), and the stats of the
+	// crawl the site's rows come from.
+	`ALTER TABLE pages ADD COLUMN etag TEXT NOT NULL DEFAULT '';
+	ALTER TABLE pages ADD COLUMN last_modified TEXT NOT NULL DEFAULT '';
+	ALTER TABLE sites ADD COLUMN bytes_received INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sites ADD COLUMN pages_unchanged INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // postingsVersion is the first schema version with postings: a database

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -102,6 +103,29 @@ func TestUpgradeFromFTS5(t *testing.T) {
 	}
 	defer s.Close()
 	storetest.CheckUpgraded(t, s)
+}
+
+// TestUpgradeToValidators opens a file at schema version 3 (before page
+// validators and crawl stats) and recrawls its page.
+func TestUpgradeToValidators(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "index.db")
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range append(append(slices.Clone(migrations[:3]), "PRAGMA user_version = 3"), storetest.ValidatorsUpgradeRows...) {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	db.Close()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.CheckUpgradedToValidators(t, s)
 }
 
 func TestRefusesNewerSchema(t *testing.T) {

@@ -22,8 +22,9 @@ type execer interface {
 
 func (s *Store) insertPage(ctx context.Context, tx *sql.Tx, st string, p store.Page) error {
 	var id int64
-	if err := tx.QueryRowContext(ctx, s.q("INSERT INTO pages ("+PageColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"),
-		rowOf(st, p).Args()...).Scan(&id); err != nil {
+	args := rowOf(st, p).Args()
+	if err := tx.QueryRowContext(ctx, s.q("INSERT INTO pages ("+PageColumns+") VALUES (?"+strings.Repeat(", ?", len(args)-1)+") RETURNING id"),
+		args...).Scan(&id); err != nil {
 		return err
 	}
 	return writePostings(ctx, tx, s.d, id, p)

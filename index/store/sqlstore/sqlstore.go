@@ -20,9 +20,11 @@ import (
 
 // Tables every dialect creates, with these columns at least:
 //
-//	sites(site PK, host, source, crawled_at, run)
+//	sites(site PK, host, source, crawled_at, run, bytes_received,
+//	      pages_unchanged)
 //	pages(id PK, site, url UNIQUE, status_code, title, description,
-//	      h1, h2, h3, anchors, ext_anchors, fetched_at, lang)
+//	      h1, h2, h3, anchors, ext_anchors, fetched_at, lang, etag,
+//	      last_modified)
 //	links(source_site, target_site, target_url, ord, anchor)
 //	postings(term, page_id, score) PK (page_id, term),
 //	      index (term, score DESC, page_id)
@@ -49,15 +51,16 @@ type Row struct {
 	H1, H2, H3, Anchors, Ext string // JSON arrays
 	FetchedAt                sql.NullInt64
 	Lang                     string
+	ETag, LastModified       string
 }
 
 // Args returns the row's values in column order.
 func (r Row) Args() []any {
-	return []any{r.Site, r.URL, r.StatusCode, r.Title, r.Description, r.H1, r.H2, r.H3, r.Anchors, r.Ext, r.FetchedAt, r.Lang}
+	return []any{r.Site, r.URL, r.StatusCode, r.Title, r.Description, r.H1, r.H2, r.H3, r.Anchors, r.Ext, r.FetchedAt, r.Lang, r.ETag, r.LastModified}
 }
 
 // PageColumns names the columns of Row, in order.
-const PageColumns = "site, url, status_code, title, description, h1, h2, h3, anchors, ext_anchors, fetched_at, lang"
+const PageColumns = "site, url, status_code, title, description, h1, h2, h3, anchors, ext_anchors, fetched_at, lang, etag, last_modified"
 
 // Store is a store.Store on one database.
 type Store struct {
@@ -123,6 +126,10 @@ func (s *Store) ReplaceSite(ctx context.Context, doc store.SiteDoc) error {
 		return err
 	}
 	return s.write(ctx, "replace site "+doc.Site, func(tx *sql.Tx) error {
+		doc, err := s.carry(ctx, tx, doc)
+		if err != nil {
+			return err
+		}
 		// Pages the site linked to before and links to now both need their
 		// external anchors recomputed.
 		affected, err := s.linkTargets(ctx, tx, doc.Site)
@@ -144,8 +151,8 @@ func (s *Store) ReplaceSite(ctx context.Context, doc store.SiteDoc) error {
 		if _, _, err := s.deleteSite(ctx, tx, doc.Site); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q("INSERT INTO sites (site, host, source, crawled_at, run) VALUES (?, ?, ?, ?, ?)"),
-			doc.Site, store.Host(doc.Site), doc.Source, millis(doc.CrawledAt), doc.Run); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q("INSERT INTO sites (site, host, source, crawled_at, run, bytes_received, pages_unchanged) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+			doc.Site, store.Host(doc.Site), doc.Source, millis(doc.CrawledAt), doc.Run, max(doc.BytesReceived, 0), max(doc.PagesUnchanged, 0)); err != nil {
 			return fmt.Errorf("insert site: %w", err)
 		}
 		for _, l := range doc.Links {
@@ -170,6 +177,61 @@ func (s *Store) ReplaceSite(ctx context.Context, doc store.SiteDoc) error {
 		}
 		return s.refresh(ctx, tx, affected)
 	})
+}
+
+// carry completes a document with unchanged pages from the site's rows
+// (store.Carry), read in the replacing transaction.
+func (s *Store) carry(ctx context.Context, tx *sql.Tx, doc store.SiteDoc) (store.SiteDoc, error) {
+	if !doc.HasUnchanged() {
+		return doc, nil
+	}
+	pages, err := s.pagesWhere(ctx, tx, "site = ?", doc.Site)
+	if err != nil {
+		return doc, err
+	}
+	stored := make(map[string]store.Page, len(pages))
+	for _, p := range pages {
+		stored[p.URL] = p.Page
+	}
+	rows, err := tx.QueryContext(ctx, s.q("SELECT target_url, anchor FROM links WHERE source_site = ? ORDER BY target_url, ord"), doc.Site)
+	if err != nil {
+		return doc, fmt.Errorf("read links of %s: %w", doc.Site, err)
+	}
+	defer rows.Close()
+	var links []store.Link
+	for rows.Next() {
+		var u, a string
+		if err := rows.Scan(&u, &a); err != nil {
+			return doc, fmt.Errorf("read links of %s: %w", doc.Site, err)
+		}
+		if n := len(links); n == 0 || links[n-1].URL != u {
+			links = append(links, store.Link{URL: u})
+		}
+		links[len(links)-1].Anchors = append(links[len(links)-1].Anchors, a)
+	}
+	if err := rows.Err(); err != nil {
+		return doc, err
+	}
+	return store.Carry(doc, stored, links), nil
+}
+
+// Validators implements store.Store.
+func (s *Store) Validators(ctx context.Context, source, st string) ([]store.Validators, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT url, etag, last_modified FROM pages
+		WHERE site = (SELECT site FROM sites WHERE source = ? AND site = ?) ORDER BY url`), source, st)
+	if err != nil {
+		return nil, fmt.Errorf("validators of %s: %w", st, err)
+	}
+	defer rows.Close()
+	var out []store.Validators
+	for rows.Next() {
+		var v store.Validators
+		if err := rows.Scan(&v.URL, &v.ETag, &v.LastModified); err != nil {
+			return nil, fmt.Errorf("validators of %s: %w", st, err)
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 // DeleteSource implements store.Store.
@@ -347,9 +409,9 @@ func (s *Store) Sources(ctx context.Context) ([]store.SourceRun, error) {
 
 // Sites implements store.Store.
 func (s *Store) Sites(ctx context.Context) ([]store.SiteInfo, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT s.site, s.host, s.crawled_at, COUNT(p.id)
+	rows, err := s.db.QueryContext(ctx, `SELECT s.site, s.host, s.crawled_at, s.bytes_received, s.pages_unchanged, COUNT(p.id)
 		FROM sites s LEFT JOIN pages p ON p.site = s.site
-		GROUP BY s.site, s.host, s.crawled_at ORDER BY s.site`)
+		GROUP BY s.site, s.host, s.crawled_at, s.bytes_received, s.pages_unchanged ORDER BY s.site`)
 	if err != nil {
 		return nil, fmt.Errorf("list sites: %w", err)
 	}
@@ -358,7 +420,7 @@ func (s *Store) Sites(ctx context.Context) ([]store.SiteInfo, error) {
 	for rows.Next() {
 		var si store.SiteInfo
 		var crawled sql.NullInt64
-		if err := rows.Scan(&si.Site, &si.Host, &crawled, &si.Pages); err != nil {
+		if err := rows.Scan(&si.Site, &si.Host, &crawled, &si.BytesReceived, &si.PagesUnchanged, &si.Pages); err != nil {
 			return nil, fmt.Errorf("list sites: %w", err)
 		}
 		si.CrawledAt = fromMillis(crawled)
@@ -376,17 +438,21 @@ func (s *Store) Pages(ctx context.Context, host string) ([]store.SitePage, error
 	if n == 0 {
 		return nil, fmt.Errorf("host %q: %w", host, store.ErrNotFound)
 	}
-	rows, err := s.db.QueryContext(ctx, s.q("SELECT "+PageColumns+
-		" FROM pages WHERE site IN (SELECT site FROM sites WHERE host = ?) ORDER BY url"), host)
+	return s.pagesWhere(ctx, s.db, "site IN (SELECT site FROM sites WHERE host = ?)", host)
+}
+
+// pagesWhere reads the pages that match the condition, sorted by URL.
+func (s *Store) pagesWhere(ctx context.Context, q queryer, cond string, args ...any) ([]store.SitePage, error) {
+	rows, err := q.QueryContext(ctx, s.q("SELECT "+PageColumns+" FROM pages WHERE "+cond+" ORDER BY url"), args...)
 	if err != nil {
-		return nil, fmt.Errorf("pages of %s: %w", host, err)
+		return nil, fmt.Errorf("read pages: %w", err)
 	}
 	defer rows.Close()
 	out := []store.SitePage{}
 	for rows.Next() {
 		var r Row
 		if err := rows.Scan(r.dest()...); err != nil {
-			return nil, fmt.Errorf("pages of %s: %w", host, err)
+			return nil, fmt.Errorf("read pages: %w", err)
 		}
 		p, err := r.page()
 		if err != nil {
@@ -444,16 +510,17 @@ func rowOf(st string, p store.Page) Row {
 		Site: st, URL: p.URL, StatusCode: p.StatusCode, Title: p.Title, Description: p.Description,
 		H1: jsonList(p.H1), H2: jsonList(p.H2), H3: jsonList(p.H3),
 		Anchors: jsonList(p.Anchors), Ext: jsonList(p.ExternalAnchors),
-		FetchedAt: millis(p.FetchedAt), Lang: p.Lang,
+		FetchedAt: millis(p.FetchedAt), Lang: p.Lang, ETag: p.ETag, LastModified: p.LastModified,
 	}
 }
 
 func (r *Row) dest() []any {
-	return []any{&r.Site, &r.URL, &r.StatusCode, &r.Title, &r.Description, &r.H1, &r.H2, &r.H3, &r.Anchors, &r.Ext, &r.FetchedAt, &r.Lang}
+	return []any{&r.Site, &r.URL, &r.StatusCode, &r.Title, &r.Description, &r.H1, &r.H2, &r.H3, &r.Anchors, &r.Ext, &r.FetchedAt, &r.Lang, &r.ETag, &r.LastModified}
 }
 
 func (r Row) page() (store.Page, error) {
-	p := store.Page{URL: r.URL, StatusCode: r.StatusCode, Title: r.Title, Description: r.Description, FetchedAt: fromMillis(r.FetchedAt), Lang: r.Lang}
+	p := store.Page{URL: r.URL, StatusCode: r.StatusCode, Title: r.Title, Description: r.Description, FetchedAt: fromMillis(r.FetchedAt), Lang: r.Lang,
+		ETag: r.ETag, LastModified: r.LastModified}
 	for _, l := range []struct {
 		col string
 		dst *[]string

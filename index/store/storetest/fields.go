@@ -17,10 +17,12 @@ import (
 // else here is bookkeeping. A new column must be added here on purpose, and
 // a column for page text must never be.
 var storedColumns = map[string][]string{
-	"sites": {"site", "host", "source", "crawled_at", "run"},
+	"sites": {"site", "host", "source", "crawled_at", "run",
+		"bytes_received", "pages_unchanged"}, // the crawl's stats
 	"pages": {"id", "site", "url", "status_code", "title", "description", "h1", "h2", "h3",
 		"anchors", "ext_anchors", "fetched_at",
-		"lang"}, // the page's language tag: metadata, never searched
+		"lang",                   // the page's language tag: metadata, never searched
+		"etag", "last_modified"}, // the page's validators, sent back by the next crawl
 	"links": {"source_site", "target_site", "target_url", "ord", "anchor"},
 	// The search index: folded words (or language-tagged stems) of the
 	// fields above, with a score.

@@ -64,6 +64,8 @@ func Run(t *testing.T, b Backend) {
 		{"PurgeDomainAndSubdomains", testPurgeDomain},
 		{"SitesAndPages", testSitesAndPages},
 		{"ConcurrentWritersAndReaders", testConcurrent},
+		{"ConditionalRecrawl", testConditionalRecrawl},
+		{"HostileValidatorsNotStored", testHostileValidatorsNotStored},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, b.Open(t)) })

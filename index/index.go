@@ -191,6 +191,13 @@ func (ix *Index) WriteSite(ctx context.Context, key client.ObjectKey, doc store.
 	return ix.syncer.WriteSite(ctx, key, doc)
 }
 
+// Validators lists the pages the backend holds for the SiteIndex key's
+// site, with their validators: what the results endpoint hands a crawler
+// for its conditional requests.
+func (ix *Index) Validators(ctx context.Context, key client.ObjectKey, site string) ([]store.Validators, error) {
+	return ix.backend.Validators(ctx, syncer.SourceOf(key.Namespace, key.Name), site)
+}
+
 // RemoveSite removes the rows of the SiteIndex key.
 func (ix *Index) RemoveSite(ctx context.Context, key client.ObjectKey) error {
 	return ix.syncer.RemoveSite(ctx, key)

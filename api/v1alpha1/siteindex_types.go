@@ -67,6 +67,17 @@ type IndexStats struct {
 	// Skipped counts URLs found but not indexed (robots.txt, noindex, budget, errors).
 	// +optional
 	Skipped int32 `json:"skipped,omitempty"`
+	// BytesReceived is what the crawl received from the site over the
+	// wire: status lines, headers and bodies of robots.txt and every page.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	BytesReceived int64 `json:"bytesReceived,omitempty"`
+	// PagesUnchanged counts the pages the site answered 304 Not Modified
+	// to the crawl's conditional requests: the index kept what it had of
+	// them and refreshed their fetch time.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	PagesUnchanged int32 `json:"pagesUnchanged,omitempty"`
 }
 
 // CrawlProgress follows a recrawl while it runs, leaving the pages of the

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net/netip"
 	"net/url"
@@ -174,6 +175,13 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		handler = slog.NewJSONHandler(stderr, nil)
 	}
 	log := slog.New(handler)
+	// net/http reports a server that sent more than it announced (bytes
+	// after a 304, say) through the standard logger, quoting those bytes:
+	// page text must never reach the log, and each line of a Pod's log is
+	// one JSON object. The message is replaced by a line that says only
+	// that it happened.
+	stdlog.SetFlags(0)
+	stdlog.SetOutput(withheld{log})
 	cfg := engine.Config{
 		MaxPages:  *maxPages,
 		Delay:     *delay,
@@ -196,6 +204,14 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		}
 		rep = reporter.New(*reportURL, token, log)
 		cfg.Progress = func(c runreport.Crawl) { rep.Progress(ctx, c) }
+		// The validators of the site's last crawl, for conditional
+		// requests; without them every page is fetched in full.
+		if prev, err := rep.Previous(ctx); err != nil {
+			log.Warn("previous crawl's validators not available: every page is fetched in full", "err", err)
+		} else {
+			cfg.Previous = prev.Pages
+			log.Info("previous crawl", "pages", len(prev.Pages))
+		}
 	}
 	res, err := engine.Crawl(ctx, cfg, pos[0])
 	if err != nil {
@@ -224,6 +240,15 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		}
 	}
 	return exitOK
+}
+
+// withheld turns what the standard logger is given into a warning that
+// withholds the text.
+type withheld struct{ log *slog.Logger }
+
+func (w withheld) Write(p []byte) (int, error) {
+	w.log.Warn("net/http logged a message about the site's connection (text withheld: it may quote what the site sent)")
+	return len(p), nil
 }
 
 func runRobots(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -28,7 +28,13 @@ type Result struct {
 // form (so a link from another site finds the page), the page count is
 // held to the budget, and every string and list is cut to the limits of
 // package runreport.
-func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, now time.Time) Result {
+//
+// An unchanged page (the site answered 304) has no texts in the report:
+// its compact record takes the title and status code of the same page in
+// prev (the SiteIndex's records of the last crawl), and the backend keeps
+// the rest (store.Carry). An unchanged page prev does not hold is dropped:
+// there is nothing to keep of it.
+func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, now time.Time, prev []crawlv1.IndexedPage) Result {
 	maxPages = min(maxPages, crawlv1.MaxIndexedPages)
 	st := crawlv1.SiteIndexStatus{
 		Run:      run,
@@ -39,7 +45,12 @@ func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, no
 		},
 	}
 	doc := store.SiteDoc{Site: owner.String(), Run: run}
+	before := make(map[string]crawlv1.IndexedPage, len(prev))
+	for _, p := range prev {
+		before[p.URL] = p
+	}
 	seen := map[string]bool{}
+	unchanged := 0
 	for _, p := range rep.Result.Pages {
 		if len(st.Pages) == maxPages {
 			break
@@ -51,12 +62,18 @@ func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, no
 		if s, err := site.Parse(u); err != nil || s != owner {
 			continue
 		}
+		status, title := int32(clampStatus(p.StatusCode)), runreport.Cut(p.Title, crawlv1.MaxTitleLength)
+		if p.Unchanged {
+			old, ok := before[onSite(u)]
+			if !ok {
+				continue
+			}
+			status, title = old.StatusCode, old.Title
+			unchanged++
+		}
 		seen[u] = true
 		fetched := timeOrNil(p.FetchedAt)
-		title := runreport.Cut(p.Title, crawlv1.MaxTitleLength)
-		st.Pages = append(st.Pages, crawlv1.IndexedPage{
-			URL: onSite(u), StatusCode: int32(clampStatus(p.StatusCode)), Title: title, FetchedAt: fetched,
-		})
+		st.Pages = append(st.Pages, crawlv1.IndexedPage{URL: onSite(u), StatusCode: status, Title: title, FetchedAt: fetched})
 		page := store.Page{
 			URL: u, StatusCode: clampStatus(p.StatusCode), Title: title,
 			Description: runreport.Cut(p.Description, runreport.MaxDescriptionLength),
@@ -65,6 +82,10 @@ func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, no
 			H3:          runreport.CutAll(p.Headings.H3, runreport.MaxHeadingsPerLevel, runreport.MaxHeadingLength),
 			Anchors:     runreport.CutAll(p.InboundAnchors, runreport.MaxInboundAnchors, runreport.MaxAnchorLength),
 			Lang:        runreport.Lang(p.Lang),
+			// The store keeps only validators runreport.ETag and
+			// runreport.LastModified allow.
+			ETag: p.ETag, LastModified: p.LastModified,
+			Unchanged: p.Unchanged,
 		}
 		if fetched != nil {
 			page.FetchedAt = fetched.Time
@@ -72,7 +93,11 @@ func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, no
 		doc.Pages = append(doc.Pages, page)
 	}
 	doc.Links = offSiteLinks(rep, owner)
-	st.Stats = crawlv1.IndexStats{Pages: int32(len(st.Pages)), Skipped: int32(min(len(rep.Result.Skipped), 1<<20))}
+	st.Stats = crawlv1.IndexStats{
+		Pages: int32(len(st.Pages)), Skipped: int32(min(len(rep.Result.Skipped), 1<<20)),
+		BytesReceived: min(max(rep.Result.Stats.BytesReceived, 0), maxBytesReceived), PagesUnchanged: int32(unchanged),
+	}
+	doc.BytesReceived, doc.PagesUnchanged = st.Stats.BytesReceived, unchanged
 	st.Refused = refusal(rep, len(st.Pages))
 	if rep.Final {
 		st.CrawledAt = &metav1.Time{Time: now}
@@ -86,6 +111,10 @@ func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, no
 	}
 	return Result{Status: st, Doc: doc}
 }
+
+// maxBytesReceived bounds the bytes a crawler may say it received: far
+// above 20 pages of 2 MiB with their retries, robots.txt and headers.
+const maxBytesReceived = 1 << 40
 
 // maxRetryAfter stops a site from pushing the bot away for more than a
 // month, by accident or malice; the operator's own schedule takes over.

@@ -186,7 +186,7 @@ func TestConvert(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := Convert(tt.rep, owner, "run-1", tt.maxPages, now)
+			res := Convert(tt.rep, owner, "run-1", tt.maxPages, now, nil)
 			if res.Doc.Site != "https://example.com:443" || res.Doc.Run != "run-1" {
 				t.Errorf("document of site %q run %q", res.Doc.Site, res.Doc.Run)
 			}

@@ -37,7 +37,7 @@ func TestRefusedAddressRecorded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Convert(tt.rep, owner, "r-crawl-1", 20, now).Status.Refused
+			got := Convert(tt.rep, owner, "r-crawl-1", 20, now, nil).Status.Refused
 			if tt.name == "hostile length cut" {
 				if len(got) != maxRefusedLength || !strings.HasPrefix(got, "refused: ") {
 					t.Errorf("Refused = %d bytes %q…", len(got), got[:min(len(got), 40)])

@@ -94,8 +94,9 @@ func (s *Server) init() {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+runreport.PathPattern, s.report)
+	mux.HandleFunc("GET "+runreport.PathPattern, s.previous)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not found: POST /v1/runs/{namespace}/{pod}")
+		writeError(w, http.StatusNotFound, "not found: POST or GET /v1/runs/{namespace}/{pod}")
 	})
 	return mux
 }
@@ -110,11 +111,21 @@ type Index interface {
 	WriteSite(ctx context.Context, key client.ObjectKey, doc store.SiteDoc) error
 	// RemoveSite removes what the backend holds for the SiteIndex key.
 	RemoveSite(ctx context.Context, key client.ObjectKey) error
+	// Validators lists the pages the backend holds for the SiteIndex key
+	// and its site, with their validators; store.ErrUnavailable while the
+	// backend cannot be reached.
+	Validators(ctx context.Context, key client.ObjectKey, site string) ([]store.Validators, error)
 }
 
 // backendRetryAfter is what a crawler is told to wait while the index
 // backend is unreachable: the backend is checked every 5 s.
 const backendRetryAfter = "5"
+
+// errBackendUnavailable asks the crawler to come back when the backend
+// answers again.
+var errBackendUnavailable = &httpError{code: http.StatusServiceUnavailable, reason: "backend_unavailable",
+	msg:    "the index backend is unavailable, retry later",
+	header: http.Header{"Retry-After": {backendRetryAfter}}}
 
 // httpError is an error with the status code the crawler should see.
 type httpError struct {
@@ -139,24 +150,31 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("pod")
 	pages, kind, err := s.handle(r, ns, name)
 	if err != nil {
-		var he *httpError
-		if !errors.As(err, &he) {
-			log.FromContext(r.Context()).Error(err, "store crawl report", "namespace", ns, "pod", name)
-			he = &httpError{code: http.StatusServiceUnavailable, reason: "error", msg: "could not store the report, retry"}
-		}
-		refused(kind, he.reason)
-		if he.failure {
-			s.limiter.failed(source(r), s.now())
-		}
-		for k, v := range he.header {
-			w.Header()[k] = v
-		}
-		writeError(w, he.code, he.msg)
+		s.refuse(w, r, kind, err, "could not store the report, retry")
 		return
 	}
 	accepted(kind)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]int{"pages": pages})
+}
+
+// refuse answers a request the endpoint could not serve: an httpError as
+// it says, any other error (logged) as a 503 saying retry, counted under
+// kind, and against the source's failure limit when it marks a failure.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, kind string, err error, retry string) {
+	var he *httpError
+	if !errors.As(err, &he) {
+		log.FromContext(r.Context()).Error(err, "results endpoint", "kind", kind, "namespace", r.PathValue("namespace"), "pod", r.PathValue("pod"))
+		he = &httpError{code: http.StatusServiceUnavailable, reason: "error", msg: retry}
+	}
+	refused(kind, he.reason)
+	if he.failure {
+		s.limiter.failed(source(r), s.now())
+	}
+	for k, v := range he.header {
+		w.Header()[k] = v
+	}
+	writeError(w, he.code, he.msg)
 }
 
 // handle stores one report and says which kind it was (kindUnknown when it
@@ -315,7 +333,7 @@ func (s *Server) store(ctx context.Context, pod *corev1.Pod, ct *crawlv1.CrawlTa
 		return 0, fail("already_final", http.StatusConflict, "run %s already delivered its final result", pod.Name)
 	}
 	now := s.now()
-	res := Convert(rep, owner, pod.Name, int(ct.Spec.MaxPagesOrDefault()), now)
+	res := Convert(rep, owner, pod.Name, int(ct.Spec.MaxPagesOrDefault()), now, si.Status.Pages)
 	key := client.ObjectKeyFromObject(si)
 	if Replaces(si.Status, res.Status) {
 		if err := s.writeIndex(ctx, key, res.Doc); err != nil {
@@ -356,9 +374,7 @@ func (s *Server) writeIndex(ctx context.Context, key client.ObjectKey, doc store
 	case errors.Is(err, store.ErrExcluded):
 		return fail("excluded", http.StatusConflict, "site %s is excluded", doc.Site)
 	case errors.Is(err, store.ErrUnavailable):
-		return &httpError{code: http.StatusServiceUnavailable, reason: "backend_unavailable",
-			msg:    "the index backend is unavailable, retry later",
-			header: http.Header{"Retry-After": {backendRetryAfter}}}
+		return errBackendUnavailable
 	case err != nil:
 		return fmt.Errorf("write the index backend: %w", err)
 	}

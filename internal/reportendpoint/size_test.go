@@ -55,7 +55,7 @@ func TestRealisticSiteIndexIsSmall(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	host := "www.harbour-bakery.example"
 	owner, _ := site.Parse("https://" + host + "/")
-	res := Convert(RealisticCrawl(host, now), owner, "harbour-bakery-crawl-12", 20, now)
+	res := Convert(RealisticCrawl(host, now), owner, "harbour-bakery-crawl-12", 20, now, nil)
 	si := crawlv1.SiteIndex{
 		TypeMeta: metav1.TypeMeta{APIVersion: crawlv1.GroupVersion.String(), Kind: "SiteIndex"},
 		ObjectMeta: metav1.ObjectMeta{

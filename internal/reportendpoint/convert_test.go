@@ -1,10 +1,13 @@
 package reportendpoint
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
@@ -216,5 +219,43 @@ func TestMerge(t *testing.T) {
 	// The final result replaces everything, progress included.
 	if got := Merge(got, final, now); len(got.Pages) != 3 || got.Run != "t-crawl-2" || got.Progress != nil {
 		t.Errorf("final = %+v", got)
+	}
+}
+
+// A recrawl's unchanged pages: the compact record keeps the title and
+// status code the SiteIndex has, the document marks them for the backend
+// (which keeps their texts), an unchanged page the SiteIndex does not have
+// is dropped, and the stats are the manager's count, not the crawler's.
+func TestConvertUnchanged(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	owner, _ := site.Parse("https://example.com/")
+	fetched := now.Add(-time.Minute)
+	prev := []crawlv1.IndexedPage{{URL: "/", StatusCode: 200, Title: "Home"}, {URL: "/news", StatusCode: 203, Title: "News"}}
+	rep := runreport.Report{Final: true, Result: runreport.Crawl{
+		Pages: []runreport.Page{
+			{URL: "https://example.com/", StatusCode: 304, FetchedAt: fetched, ETag: `"h1"`, Unchanged: true, InboundAnchors: []string{"home"}},
+			{URL: "https://example.com/news", StatusCode: 200, Title: "News today", FetchedAt: fetched, ETag: `W/"n2"`},
+			{URL: "https://example.com/ghost", StatusCode: 304, FetchedAt: fetched, ETag: `"g"`, Unchanged: true},
+		},
+		Stats: runreport.Stats{BytesReceived: 4321, PagesUnchanged: 99},
+	}}
+	res := Convert(rep, owner, "run-2", 20, now, prev)
+	wantStatus := []crawlv1.IndexedPage{
+		{URL: "/", StatusCode: 200, Title: "Home", FetchedAt: &metav1.Time{Time: fetched.Truncate(time.Second)}},
+		{URL: "/news", StatusCode: 200, Title: "News today", FetchedAt: &metav1.Time{Time: fetched.Truncate(time.Second)}},
+	}
+	if !reflect.DeepEqual(res.Status.Pages, wantStatus) {
+		t.Errorf("status pages:\n got %+v\nwant %+v", res.Status.Pages, wantStatus)
+	}
+	if st := res.Status.Stats; st.Pages != 2 || st.PagesUnchanged != 1 || st.BytesReceived != 4321 {
+		t.Errorf("stats %+v", st)
+	}
+	if len(res.Doc.Pages) != 2 || !res.Doc.Pages[0].Unchanged || res.Doc.Pages[0].ETag != `"h1"` || res.Doc.Pages[1].Unchanged ||
+		res.Doc.Pages[1].ETag != `W/"n2"` || res.Doc.BytesReceived != 4321 || res.Doc.PagesUnchanged != 1 {
+		t.Errorf("document %+v", res.Doc)
+	}
+	rep.Result.Stats.BytesReceived = -5
+	if got := Convert(rep, owner, "run-2", 20, now, prev).Status.Stats.BytesReceived; got != 0 {
+		t.Errorf("negative bytes received stored as %d", got)
 	}
 }

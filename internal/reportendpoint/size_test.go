@@ -43,7 +43,9 @@ func RealisticCrawl(host string, at time.Time) runreport.Report {
 	}
 	return runreport.Report{Final: true, Result: runreport.Crawl{
 		Pages: pages, OffSiteLinks: links,
-		Robots:  runreport.Robots{Status: 200, FetchedAt: at},
+		Robots: runreport.Robots{Status: 200, FetchedAt: at},
+		// A first crawl of 20 pages of about 60 KB each.
+		Stats:   runreport.Stats{BytesReceived: 1_234_567},
 		Skipped: []runreport.Skip{{URL: "https://" + host + "/private/", Reason: "disallowed"}},
 	}}
 }
@@ -56,6 +58,8 @@ func TestRealisticSiteIndexIsSmall(t *testing.T) {
 	host := "www.harbour-bakery.example"
 	owner, _ := site.Parse("https://" + host + "/")
 	res := Convert(RealisticCrawl(host, now), owner, "harbour-bakery-crawl-12", 20, now, nil)
+	// The stats at their widest: a recrawl can find every page unchanged.
+	res.Status.Stats.PagesUnchanged = 20
 	si := crawlv1.SiteIndex{
 		TypeMeta: metav1.TypeMeta{APIVersion: crawlv1.GroupVersion.String(), Kind: "SiteIndex"},
 		ObjectMeta: metav1.ObjectMeta{

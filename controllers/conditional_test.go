@@ -1,0 +1,118 @@
+package controllers_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/reporter"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
+	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+)
+
+// previousOf asks the results endpoint for the previous run's pages and
+// validators as a crawler Pod does (reporter.Previous).
+func previousOf(t *testing.T, op *harness, pod *corev1.Pod, token string) (runreport.Previous, error) {
+	t.Helper()
+	return reporter.New(crawlpod.ReportURL(op.ResultsURL, pod.Namespace, pod.Name), token, nil).Previous(context.Background())
+}
+
+// A conditional recrawl through the results endpoint, against a real API
+// server and backend: the run's token (and nothing else) gets the
+// validators of the last complete crawl; a recrawl whose every page was
+// unchanged keeps every page in the index and the SiteIndex, with the
+// titles it had, and the SiteIndex shows the recrawl's stats.
+func TestConditionalRecrawlThroughTheEndpoint(t *testing.T) {
+	createEgressNode(t, "egress-conditional", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	const base = "https://conditional.example.com"
+	ct := createTarget(t, ns, "conditional", base+"/")
+	pod, token := runningPod(t, ct)
+
+	for _, tc := range []struct {
+		token string
+		code  int
+	}{{"", http.StatusUnauthorized}, {"wrong-token", http.StatusForbidden}} {
+		req, _ := http.NewRequest(http.MethodGet, crawlpod.ReportURL(op.ResultsURL, pod.Namespace, pod.Name), nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || !strings.Contains(string(body), `"error"`) || strings.Contains(string(body), "pages") {
+			t.Errorf("GET with token %q: %d %s, want %d with a JSON error", tc.token, resp.StatusCode, body, tc.code)
+		}
+	}
+	prev, err := previousOf(t, op, pod, token)
+	if err != nil || prev.Site != base+":443" || prev.Pages == nil || len(prev.Pages) != 0 {
+		t.Fatalf("first run's previous crawl: %+v, %v; want the site and no pages", prev, err)
+	}
+
+	first := pages(base, 3)
+	first[0].ETag, first[0].LastModified = `"home-1"`, "Sat, 01 Aug 2026 09:30:00 GMT"
+	first[1].ETag = `W/"p1"`
+	first[2].ETag = "\"bad\r\nX-Injected: 1\"" // never kept, never handed out
+	final := runreport.Report{Final: true, Result: runreport.Crawl{Site: base, Pages: first, Stats: runreport.Stats{BytesReceived: 90_000}}}
+	if code, body := postReport(t, op, pod, token, final); code != http.StatusOK {
+		t.Fatalf("final report: %d %s", code, body)
+	}
+	setPodPhase(t, pod, corev1.PodSucceeded, 0)
+	waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled)
+	// A recrawl asked for by hand: the operator's clock stays where the
+	// crawler Pods' timestamps are.
+	patchAnnotation(t, ct, crawlv1.RequestedAtAnnotation, "recrawl")
+	pod2 := waitPod(t, ct, 2)
+	setPodPhase(t, pod2, corev1.PodRunning, 0)
+	token2 := runToken(t, pod2)
+	var se *reporter.StatusError
+	if _, err := previousOf(t, op, pod, token); !errors.As(err, &se) || se.Code != http.StatusConflict {
+		t.Errorf("the ended run's GET: %v, want HTTP 409", err)
+	}
+	prev, err = previousOf(t, op, pod2, token2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []runreport.KnownPage{
+		{URL: first[0].URL, ETag: `"home-1"`, LastModified: "Sat, 01 Aug 2026 09:30:00 GMT"},
+		{URL: first[1].URL, ETag: `W/"p1"`},
+		{URL: first[2].URL},
+	}
+	if len(prev.Pages) != 3 || prev.Pages[0] != want[0] || prev.Pages[1] != want[1] || prev.Pages[2] != want[2] {
+		t.Errorf("recrawl's previous crawl: %+v, want %+v", prev.Pages, want)
+	}
+
+	// Every page answered 304.
+	var again []runreport.Page
+	for _, k := range prev.Pages {
+		again = append(again, runreport.Page{URL: k.URL, StatusCode: http.StatusNotModified, ETag: k.ETag, LastModified: k.LastModified,
+			Unchanged: true, FetchedAt: first[0].FetchedAt.Add(1e9)})
+	}
+	final = runreport.Report{Final: true, Result: runreport.Crawl{Site: base, Pages: again, Stats: runreport.Stats{BytesReceived: 2_000, PagesUnchanged: 3}}}
+	if code, body := postReport(t, op, pod2, token2, final); code != http.StatusOK {
+		t.Fatalf("recrawl's final report: %d %s", code, body)
+	}
+	si := &crawlv1.SiteIndex{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ct), si); err != nil {
+		t.Fatal(err)
+	}
+	if st := si.Status; len(st.Pages) != 3 || st.Pages[0].Title != "Page 0" || st.Pages[0].StatusCode != 200 ||
+		st.Stats.Pages != 3 || st.Stats.PagesUnchanged != 3 || st.Stats.BytesReceived != 2_000 || st.Run != pod2.Name {
+		t.Errorf("SiteIndex after the unchanged recrawl: %+v", st)
+	}
+	if got := indexedPages(t, op, "conditional.example.com"); len(got) != 3 {
+		t.Errorf("indexed pages after the unchanged recrawl: %v", got)
+	}
+}

@@ -3,6 +3,7 @@ package searchui
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -66,6 +67,10 @@ type SiteRow struct {
 	Indexed   bool
 	Pages     int
 	CrawledAt time.Time
+	// BytesReceived and PagesUnchanged are the index's stats of the crawl
+	// the pages come from.
+	BytesReceived  int64
+	PagesUnchanged int
 	// LastCrawl is when the indexed pages were crawled, or when a target
 	// last crawled the site if the index does not have it (yet).
 	// NextCrawl is the earliest next crawl of its targets.
@@ -83,7 +88,8 @@ type SiteRow struct {
 func Join(sites []store.SiteInfo, targets []Target) []SiteRow {
 	rows := make(map[string]*SiteRow, len(sites))
 	for _, s := range sites {
-		rows[s.Site] = &SiteRow{Site: s.Site, Host: s.Host, Indexed: true, Pages: s.Pages, CrawledAt: s.CrawledAt, LastCrawl: s.CrawledAt}
+		rows[s.Site] = &SiteRow{Site: s.Site, Host: s.Host, Indexed: true, Pages: s.Pages, CrawledAt: s.CrawledAt, LastCrawl: s.CrawledAt,
+			BytesReceived: s.BytesReceived, PagesUnchanged: s.PagesUnchanged}
 	}
 	for _, t := range targets {
 		r, ok := rows[t.Site]
@@ -114,6 +120,23 @@ func Join(sites []store.SiteInfo, targets []Target) []SiteRow {
 		out[i] = *r
 	}
 	return out
+}
+
+// Received is the bytes the row's last crawl received, as Size writes them.
+func (r SiteRow) Received() string { return Size(r.BytesReceived) }
+
+// Size writes a byte count in whole SI units (B, kB, MB, GB), rounded, so no
+// language's decimal separator is needed; "" for none.
+func Size(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	units := []string{"B", "kB", "MB", "GB"}
+	i := 0
+	for ; i < len(units)-1 && n >= 9995; i++ {
+		n = (n + 500) / 1000
+	}
+	return fmt.Sprintf("%d %s", n, units[i])
 }
 
 // OnHost returns the rows of sites on host.

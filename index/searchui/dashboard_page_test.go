@@ -21,6 +21,7 @@ func TestDashboard(t *testing.T) {
 	bakery := doc("https://bakery.example:443", "Sourdough guide", "Rye")
 	bakery.Pages[0].H1 = []string{hostile}
 	bakery.Pages[0].Anchors = []string{"our guide"}
+	bakery.BytesReceived, bakery.PagesUnchanged = 6335, 2 // a conditional recrawl
 	orphan := doc("http://orphan.example:8080", "Left over")
 	h := &Handler{
 		Store: newStore(t, bakery, orphan),
@@ -37,7 +38,8 @@ func TestDashboard(t *testing.T) {
 	}
 	for i, want := range [][]string{
 		{`<a href="http://orphan.example:8080">`, `href="/sites/orphan.example"`, ">1<", english.NoTarget, "2026-11-30 10:00 UTC"},
-		{`<a href="https://bakery.example:443">`, `href="/sites/bakery.example"`, ">2<", "<code>web/bakery</code>: Succeeded (Crawled)", "2026-11-30 10:00 UTC", "2026-12-07 10:00 UTC"},
+		{`<a href="https://bakery.example:443">`, `href="/sites/bakery.example"`, ">2<", "<code>web/bakery</code>: Succeeded (Crawled)", "2026-11-30 10:00 UTC", "2026-12-07 10:00 UTC",
+			fmt.Sprintf(english.Unchanged, 2), fmt.Sprintf(english.Received, "6335 B")},
 		{`href="/sites/new.example"`, english.NotIndexed, english.Never, "<code>web/newcomer</code>: Pending (WaitingForCapacity)", esc(hostile)},
 	} {
 		for _, w := range want {

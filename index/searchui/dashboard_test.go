@@ -90,3 +90,14 @@ func TestJoin(t *testing.T) {
 		t.Errorf("OnHost(a.example) = %+v", got)
 	}
 }
+
+func TestSize(t *testing.T) {
+	for n, want := range map[int64]string{
+		-1: "", 0: "", 1: "1 B", 999: "999 B", 9994: "9994 B", 9995: "10 kB", 6335: "6335 B", 63_350: "63 kB",
+		1_234_567: "1235 kB", 12_345_678: "12 MB", 1 << 40: "1100 GB",
+	} {
+		if got := Size(n); got != want {
+			t.Errorf("Size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -34,6 +34,8 @@ type text struct {
 	StateCol     string
 	PagesLink    string
 	NotIndexed   string
+	Unchanged    string // %d pages the site answered 304 Not Modified
+	Received     string // %s: bytes the crawl received, formatted by Size
 	NoTarget     string
 	StateUnknown string
 	Suspended    string
@@ -99,6 +101,8 @@ var english = text{
 	StateCol:     "State",
 	PagesLink:    "pages",
 	NotIndexed:   "not indexed yet",
+	Unchanged:    "%d unchanged (304)",
+	Received:     "%s received",
 	NoTarget:     "no CrawlTarget the manager watches",
 	StateUnknown: "The crawl state cannot be read right now; the index is shown alone.",
 	Suspended:    "suspended",
@@ -164,6 +168,8 @@ var dutch = text{
 	StateCol:     "Status",
 	PagesLink:    "pagina's",
 	NotIndexed:   "nog niet geïndexeerd",
+	Unchanged:    "%d ongewijzigd (304)",
+	Received:     "%s ontvangen",
 	NoTarget:     "geen CrawlTarget die de manager volgt",
 	StateUnknown: "De status van de crawl is nu niet te lezen; alleen de index wordt getoond.",
 	Suspended:    "gepauzeerd",
@@ -229,6 +235,8 @@ var slovak = text{
 	StateCol:     "Stav",
 	PagesLink:    "stránky",
 	NotIndexed:   "zatiaľ neindexované",
+	Unchanged:    "nezmenené: %d (304)",
+	Received:     "prijaté: %s",
 	NoTarget:     "žiadny CrawlTarget, ktorý manažér sleduje",
 	StateUnknown: "Stav prehľadávania sa teraz nedá načítať; zobrazuje sa len index.",
 	Suspended:    "pozastavené",
@@ -294,6 +302,8 @@ var bulgarian = text{
 	StateCol:     "Състояние",
 	PagesLink:    "страници",
 	NotIndexed:   "още не е индексиран",
+	Unchanged:    "непроменени: %d (304)",
+	Received:     "получени: %s",
 	NoTarget:     "няма CrawlTarget, който мениджърът следи",
 	StateUnknown: "Състоянието на обхождането не може да се прочете в момента; показан е само индексът.",
 	Suspended:    "спрян",
@@ -359,6 +369,8 @@ var italian = text{
 	StateCol:     "Stato",
 	PagesLink:    "pagine",
 	NotIndexed:   "non ancora indicizzato",
+	Unchanged:    "%d invariate (304)",
+	Received:     "%s ricevuti",
 	NoTarget:     "nessun CrawlTarget seguito dal manager",
 	StateUnknown: "Lo stato della scansione non è leggibile ora; è mostrato solo l'indice.",
 	Suspended:    "sospeso",

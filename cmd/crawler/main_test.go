@@ -277,10 +277,27 @@ type fakeManager struct {
 	// limit, when set, refuses bigger bodies with 413 as the results
 	// endpoint does.
 	limit int
+	// previous answers the crawler's GET of its report URL; without it
+	// the GET gets 404 (the crawl is then unconditional). getAuth records
+	// the GETs' Authorization.
+	previous *runreport.Previous
+	getAuth  []string
 }
 
 func (m *fakeManager) start(t *testing.T) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.getAuth = append(m.getAuth, r.Header.Get("Authorization"))
+			if m.previous == nil {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(m.previous)
+			return
+		}
 		b, _ := io.ReadAll(r.Body)
 		m.mu.Lock()
 		code := m.respond
@@ -363,6 +380,54 @@ func TestCrawlCommandFailsWhenFinalReportRejected(t *testing.T) {
 	}
 	if n := len(m.bodies); n != 2 { // one progress, one final (403 is not retried)
 		t.Errorf("%d posts, want 2", n)
+	}
+}
+
+// The command in a Pod's place: it asks the manager for the previous
+// crawl's validators with its token, sends them to the site, and reports
+// the unchanged pages and the bytes it received. A manager that does not
+// answer the GET means an unconditional crawl, logged.
+func TestCrawlCommandConditionalRecrawl(t *testing.T) {
+	s := testsite.New(t)
+	modified := time.Date(2026, 8, 1, 9, 30, 0, 0, time.UTC)
+	s.Validated("/", testsite.Page("Home", marker, "/a", "A"), `"home-1"`, modified)
+	s.Validated("/a", testsite.Page("A", marker), `W/"a-1"`, time.Time{})
+	args := []string{"crawl", "--allow-private", "--delay", "0s", "--log-format", "json"}
+
+	m := &fakeManager{}
+	mgr := m.start(t)
+	r := runBinary(t, []string{"CRAWL_REPORT_TOKEN=run-token-1"}, append(args, "--report-url", mgr.URL+"/v1/runs/ns/pod-1", s.URL)...)
+	first := decodeCrawl(t, r.stdout)
+	if r.code != 0 || len(first.Pages) != 2 || first.Stats.PagesUnchanged != 0 || !strings.Contains(r.stderr, "every page is fetched in full") {
+		t.Fatalf("first crawl: exit %d, %+v\n%s", r.code, first, r.stderr)
+	}
+
+	m = &fakeManager{previous: &runreport.Previous{Site: first.Site}}
+	for _, p := range first.Pages {
+		m.previous.Pages = append(m.previous.Pages, runreport.KnownPage{URL: p.URL, ETag: p.ETag, LastModified: p.LastModified})
+	}
+	mgr = m.start(t)
+	r = runBinary(t, []string{"CRAWL_REPORT_TOKEN=run-token-2"}, append(args, "--report-url", mgr.URL+"/v1/runs/ns/pod-2", s.URL)...)
+	again := decodeCrawl(t, r.stdout)
+	if r.code != 0 || len(again.Pages) != 2 || again.Stats.PagesUnchanged != 2 || again.Stats.BytesReceived >= first.Stats.BytesReceived {
+		t.Fatalf("recrawl: exit %d, %+v (first crawl received %d bytes)\n%s", r.code, again, first.Stats.BytesReceived, r.stderr)
+	}
+	if len(m.getAuth) != 1 || m.getAuth[0] != "Bearer run-token-2" {
+		t.Errorf("GETs of the previous crawl: %q, want one with the run's token", m.getAuth)
+	}
+	var final runreport.Report
+	if err := json.Unmarshal(m.bodies[len(m.bodies)-1], &final); err != nil || !final.Final || final.Result.Stats != again.Stats {
+		t.Errorf("final report %+v, %v", final.Result.Stats, err)
+	}
+	for _, p := range final.Result.Pages {
+		if !p.Unchanged || p.StatusCode != http.StatusNotModified || p.ETag == "" {
+			t.Errorf("final report page %+v", p)
+		}
+	}
+	for _, line := range jsonLines(t, r.stderr) {
+		if line["msg"] == "previous crawl" && line["pages"] != float64(2) {
+			t.Errorf("log line %v", line)
+		}
 	}
 }
 

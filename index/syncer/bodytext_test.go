@@ -43,7 +43,7 @@ func TestBodyTextIsStoredNowhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := reportendpoint.Convert(runreport.Report{Final: true, Result: crawl}, owner, "run-1", crawlv1.MaxIndexedPages, time.Now())
+	res := reportendpoint.Convert(runreport.Report{Final: true, Result: crawl}, owner, "run-1", crawlv1.MaxIndexedPages, time.Now(), nil)
 	if len(res.Doc.Pages) != 2 {
 		t.Fatalf("crawl indexed %d pages, want 2: %+v", len(res.Doc.Pages), crawl)
 	}

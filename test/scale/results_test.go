@@ -40,7 +40,7 @@ func giveResult(ctx context.Context, c client.Client, st store.Store, n, i int, 
 	}
 	run := crawlpod.PodName(targetName(i), 1)
 	report := runreport.Report{Final: true, Result: realisticCrawl(n, i, now)}
-	res := reportendpoint.Convert(report, owner, run, runreport.MaxPages, now)
+	res := reportendpoint.Convert(report, owner, run, runreport.MaxPages, now, nil)
 	res.Doc.Source = syncer.SourceOf(namespace, targetName(i))
 	if err := st.ReplaceSite(ctx, res.Doc); err != nil {
 		return fmt.Errorf("index the result of site %d: %w", i, err)

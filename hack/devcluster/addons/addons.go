@@ -13,8 +13,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,7 +94,7 @@ func Up(ctx context.Context, o Options) error {
 			return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}
-	if err := waitHealthy(ctx, "kube-proxy", healthz); err != nil {
+	if err := hostproc.WaitHealthy(ctx, "kube-proxy", healthz, waitTimeout); err != nil {
 		return fmt.Errorf("%w (log: %s)", err, kubeProxy(o.StateDir).LogFile())
 	}
 	for _, d := range []client.ObjectKey{{Namespace: "kube-system", Name: "coredns"}, {Namespace: "local-path-storage", Name: "local-path-provisioner"}} {
@@ -198,7 +196,7 @@ func kubeProxy(stateDir string) hostproc.Proc {
 // startKubeProxy starts kube-proxy, which outlives this command, and
 // returns its health URL.
 func startKubeProxy(o Options) (string, error) {
-	ports, err := freePorts(2)
+	ports, err := hostproc.FreePorts(2)
 	if err != nil {
 		return "", err
 	}
@@ -224,19 +222,6 @@ func startKubeProxy(o Options) (string, error) {
 // removes every chain the node added, after its Pods are gone.
 func Down(stateDir string) error { return kubeProxy(stateDir).Stop(10 * time.Second) }
 
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
 func newClient(kubeconfig string) (client.Client, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -246,29 +231,6 @@ func newClient(kubeconfig string) (client.Client, error) {
 }
 
 const waitTimeout = 3 * time.Minute
-
-func waitHealthy(ctx context.Context, what, url string) error {
-	ctx, cancel := context.WithTimeout(ctx, waitTimeout)
-	defer cancel()
-	var last string
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not healthy after %s: %s", what, waitTimeout, last)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
 
 func waitAvailable(ctx context.Context, c client.Client, key client.ObjectKey) error {
 	ctx, cancel := context.WithTimeout(ctx, waitTimeout)

@@ -7,7 +7,10 @@ package hostproc
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,4 +119,43 @@ func (p Proc) Stop(grace time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return os.Remove(p.PIDFile())
+}
+
+// FreePorts returns n loopback ports free at the time of the call, for a
+// process's listeners.
+func FreePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// WaitHealthy polls a process's health URL until it answers 200.
+func WaitHealthy(ctx context.Context, what, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := "no answer"
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not healthy after %s: %s", what, timeout, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

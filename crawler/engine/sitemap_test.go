@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
+	"github.com/lohisoft/crawl-operator/crawler/testutil/heap"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/hostilesite"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/testsite"
 )
@@ -376,20 +373,20 @@ func TestHostileSitemaps(t *testing.T) {
 		{"entities are not expanded", func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, `<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;"><!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;"><!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;"><!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;"><!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;"><!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;"><!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;"><!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">]>`+
 				`<urlset><url><loc>/e&lol9;</loc></url><url><loc>/plain?a=1&amp;b=2</loc></url><url><loc>/amp?a=1&b=2</loc></url></urlset>`)
-		}, []string{"/e&lol9;", "/plain?a=1&b=2", "/amp?a=1&b=2"}, "sitemap: 3 URLs", 8 << 20},
+		}, []string{"/e&lol9;", "/plain?a=1&b=2", "/amp?a=1&b=2"}, "sitemap: 3 URLs", 16 << 20},
 		{"2 MiB line in a text sitemap", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain")
 			io.WriteString(w, "/t1\n/"+strings.Repeat("x", 2<<20)+"\n/t2\r\n\n/t3")
-		}, []string{"/t1", "/t2", "/t3"}, "sitemap: 4 URLs", 8 << 20},
+		}, []string{"/t1", "/t2", "/t3"}, "sitemap: 4 URLs", 16 << 20},
 		{"2 MiB element in XML", func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, "<urlset><url><loc>/x1</loc></url><url><loc>/"+strings.Repeat("x", 2<<20)+"</loc></url><url><loc>/x2</loc></url></urlset>")
-		}, []string{"/x1"}, "sitemap: 1 URL", 8 << 20},
+		}, []string{"/x1"}, "sitemap: 1 URL", 16 << 20},
 		{"deep nesting", func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, "<urlset><url><loc>/d1</loc></url>"+strings.Repeat("<url>", 1<<20))
-		}, []string{"/d1"}, "sitemap: 1 URL", 8 << 20},
+		}, []string{"/d1"}, "sitemap: 1 URL", 16 << 20},
 		{"binary junk", func(w http.ResponseWriter, r *http.Request) {
 			w.Write(bytes.Repeat([]byte{0, 0xff, '<', 0x80}, 1<<18))
-		}, nil, "sitemap: ", 8 << 20},
+		}, nil, "sitemap: ", 16 << 20},
 		{"empty", func(w http.ResponseWriter, r *http.Request) {}, nil, "sitemap: no URLs", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -400,32 +397,8 @@ func TestHostileSitemaps(t *testing.T) {
 				w.Header().Set("Content-Type", "text/html")
 				io.WriteString(w, testsite.Page(r.URL.Path, marker))
 			})
-			var peak atomic.Uint64
-			runtime.GC()
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			base := ms.HeapAlloc
-			done := make(chan struct{})
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var m runtime.MemStats
-				for {
-					select {
-					case <-done:
-						return
-					case <-time.After(2 * time.Millisecond):
-					}
-					runtime.ReadMemStats(&m)
-					if m.HeapAlloc > base && m.HeapAlloc-base > peak.Load() {
-						peak.Store(m.HeapAlloc - base)
-					}
-				}
-			}()
-			res := crawl(t, testConfig(), s.URL+"/")
-			close(done)
-			wg.Wait()
+			var res runreport.Crawl
+			peak := heap.Peak(func() { res = crawl(t, testConfig(), s.URL+"/") })
 			got := requested(s)
 			want := append(append([]string{"/", "/sitemap.xml"}, c.want...), "/a")
 			if !slices.Equal(got, want) {
@@ -434,8 +407,8 @@ func TestHostileSitemaps(t *testing.T) {
 			if r := skipReason(res, s.URL+"/sitemap.xml"); !strings.HasPrefix(r, c.reason) {
 				t.Errorf("reason %q, want %q…", r, c.reason)
 			}
-			if c.maxHeap > 0 && peak.Load() > c.maxHeap {
-				t.Errorf("heap grew by %d MiB while crawling", peak.Load()>>20)
+			if c.maxHeap > 0 && peak > c.maxHeap {
+				t.Errorf("heap grew by %d MiB while crawling", peak>>20)
 			}
 			if res.RetryAfter != "" || len(res.Pages) != len(want)-1 {
 				t.Errorf("crawl did not go on: retryAfter %q, pages %v", res.RetryAfter, pageURLs(res))

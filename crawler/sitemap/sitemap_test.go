@@ -252,7 +252,9 @@ func TestHostileSitemapsBounded(t *testing.T) {
 }
 
 func TestParseLastMod(t *testing.T) {
-	utc := func(y int, m time.Month, d, h, min, s int) time.Time { return time.Date(y, m, d, h, min, s, 0, time.UTC) }
+	utc := func(y int, m time.Month, d, h, min, s int) time.Time {
+		return time.Date(y, m, d, h, min, s, 0, time.UTC)
+	}
 	for in, want := range map[string]time.Time{
 		"2026":                          utc(2026, 1, 1, 0, 0, 0),
 		"2026-05":                       utc(2026, 5, 1, 0, 0, 0),

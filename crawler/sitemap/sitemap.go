@@ -25,6 +25,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding/htmlindex"
+
+	"github.com/lohisoft/crawl-operator/crawler/internal/limit"
 )
 
 // Limits. MaxURLs and MaxBytes are the protocol's: a sitemap "must have no
@@ -176,7 +178,7 @@ func (d *Decoder) start() error {
 		}
 		r = zr
 	}
-	br = bufio.NewReaderSize(&capReader{r: r, left: max}, 4096)
+	br = bufio.NewReaderSize(limit.Reader(r, max, ErrTooLarge), 4096)
 	for {
 		c, err := br.ReadByte()
 		if err == io.EOF {
@@ -406,26 +408,5 @@ func (g *guard) Read(p []byte) (int, error) {
 	p = p[:min(len(p), g.max-g.n)]
 	n, err := g.r.Read(p)
 	g.n += n
-	return n, err
-}
-
-// capReader reads at most left bytes and then fails with ErrTooLarge if
-// there are more (rather than ending quietly, which would cut a URL).
-type capReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (c *capReader) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		var one [1]byte
-		if n, _ := io.ReadFull(c.r, one[:]); n == 0 {
-			return 0, io.EOF
-		}
-		return 0, ErrTooLarge
-	}
-	p = p[:min(int64(len(p)), c.left)]
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
 	return n, err
 }

@@ -79,7 +79,13 @@ func TestSitemapRankedSiteDoneWhen(t *testing.T) {
 	if len(res.Pages) != 1+len(s.Order)-1 { // the start page, the ranked pages less one duplicate
 		t.Errorf("%d pages: %v", len(res.Pages), pageURLs(res))
 	}
-	if sk := sitemapSkips(res); len(sk) != 2 || sk[0].URL != s.URL+"/robots.txt" || sk[1].URL != s.URL+"/sitemap.xml" {
+	if r := skipReason(res, s.URL+"/sitemap.xml"); r != "sitemap: 35 URLs (32 usable, 1 on other sites, 1 disallowed by robots.txt, 1 unusable)" {
+		t.Errorf("sitemap entry %q", r)
+	}
+	if r := skipReason(res, s.URL+"/robots.txt"); r != "sitemaps not read: 1 on other sites" {
+		t.Errorf("robots.txt entry %q", r)
+	}
+	if sk := sitemapSkips(res); len(sk) != 2 {
 		t.Errorf("sitemap entries in skipped: %+v", sk)
 	}
 }

@@ -27,6 +27,12 @@ func requested(s *testsite.Site) []string {
 	return out
 }
 
+// pageAtAnyPath answers any path with a page titled after it.
+func pageAtAnyPath(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html")
+	io.WriteString(w, testsite.Page(r.URL.Path, marker))
+}
+
 // sitemapSkips returns the skipped entries about sitemaps (their reasons
 // start with "sitemap").
 func sitemapSkips(res runreport.Crawl) []runreport.Skip {
@@ -107,10 +113,7 @@ func TestSitemapReadUpTo50000URLs(t *testing.T) {
 		}
 		io.WriteString(w, `</urlset>`)
 	})
-	s.Fallback(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, testsite.Page(r.URL.Path, marker))
-	})
+	s.Fallback(pageAtAnyPath)
 	res := crawl(t, testConfig(), s.URL+"/")
 	var want []string
 	for i := 7; len(want) < runreport.MaxPages-2; i += 1000 {
@@ -249,10 +252,6 @@ func TestSitemapNeedsBudgetLeft(t *testing.T) {
 // not read); at most 2 sitemap requests, index, redirect and retry
 // included; robots.txt applies to them.
 func TestSitemapSources(t *testing.T) {
-	page := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, testsite.Page(r.URL.Path, marker))
-	}
 	urlset := func(s *testsite.Site, paths ...string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, "<urlset>")
@@ -316,7 +315,7 @@ func TestSitemapSources(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := testsite.New(t)
 			s.HTML("/", testsite.Page("Home", marker, "/a", "A"))
-			s.Fallback(page)
+			s.Fallback(pageAtAnyPath)
 			c.setup(s)
 			res := crawl(t, testConfig(), s.URL+"/")
 			got := requested(s)
@@ -399,10 +398,7 @@ func TestHostileSitemaps(t *testing.T) {
 			s := testsite.New(t)
 			s.HTML("/", testsite.Page("Home", marker, "/a", "A"))
 			s.Handle("/sitemap.xml", c.serve)
-			s.Fallback(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/html")
-				io.WriteString(w, testsite.Page(r.URL.Path, marker))
-			})
+			s.Fallback(pageAtAnyPath)
 			var res runreport.Crawl
 			peak := heap.Peak(func() { res = crawl(t, testConfig(), s.URL+"/") })
 			got := requested(s)

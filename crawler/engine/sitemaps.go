@@ -37,6 +37,11 @@ type sitemapRead struct {
 // etiquette (a challenge, a long Retry-After): a sitemap that cannot be used
 // is listed in skipped with the reason, and the crawl goes on by links.
 func (c *crawler) readSitemaps(ctx context.Context) {
+	// A sitemap is worth a request only if one is left for a page after
+	// it.
+	if c.stopped || ctx.Err() != nil || c.requests+1 >= c.cfg.MaxPages {
+		return
+	}
 	r := &sitemapRead{requested: map[string]bool{}, queued: map[string]bool{}}
 	for _, q := range c.queue {
 		r.queued[q.String()] = true
@@ -47,8 +52,6 @@ func (c *crawler) readSitemaps(ctx context.Context) {
 	r.rank = sitemap.NewRanking(2 * (c.cfg.MaxPages - c.requests))
 	r.pending = c.namedSitemaps(&r.notRead)
 	for len(r.pending) > 0 && !c.stopped && ctx.Err() == nil {
-		// A sitemap is worth a request only if one is left for a page
-		// after it.
 		if r.sent >= maxSitemapRequests || c.requests+1 >= c.cfg.MaxPages {
 			break
 		}
@@ -64,6 +67,9 @@ func (c *crawler) readSitemaps(ctx context.Context) {
 		}
 		r.sent++
 		c.readSitemap(ctx, r, u)
+	}
+	if c.stopped || ctx.Err() != nil {
+		return // the crawl ends; its own entries say why
 	}
 	for _, u := range r.pending {
 		switch {

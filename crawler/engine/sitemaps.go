@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,10 @@ import (
 // included. Sitemap requests count against the page budget: the budget the
 // bot publishes is how much it requests.
 const maxSitemapRequests = 2
+
+// maxNamedSitemaps bounds the robots.txt Sitemap lines considered (each is
+// checked against robots.txt in turn): far more than two requests need.
+const maxNamedSitemaps = 50
 
 // sitemapRead is one crawl's reading of its sitemaps.
 type sitemapRead struct {
@@ -74,8 +79,6 @@ func (c *crawler) readSitemaps(ctx context.Context) {
 	for _, u := range r.pending {
 		switch {
 		case r.requested[u.String()]:
-		case !c.policy.Allowed(c.token, u.String()):
-			r.notRead[disallowed]++
 		case r.sent >= maxSitemapRequests:
 			r.notRead[overLimit]++
 		default:
@@ -100,11 +103,13 @@ func (c *crawler) namedSitemaps(n *counts) []*url.URL {
 	if c.policy.Rules != nil {
 		for _, s := range c.policy.Rules.Sitemaps {
 			u, v := c.listedURL(c.robotsURL(), s)
-			switch v {
-			case usable, disallowed: // disallowed ones are counted when their turn comes
-				out = append(out, u)
-			default:
+			switch {
+			case v != usable:
 				n[v]++
+			case len(out) == maxNamedSitemaps:
+				n[overLimit]++
+			default:
+				out = append(out, u)
 			}
 		}
 	}
@@ -192,27 +197,27 @@ func (c *crawler) takeSitemap(r *sitemapRead, sm *url.URL, d *sitemap.Decoder, n
 		if err != nil {
 			return err
 		}
-		if d.Kind() == sitemap.Index && r.sent+next >= maxSitemapRequests {
+		index := d.Kind() == sitemap.Index
+		if index && r.sent+next >= maxSitemapRequests {
 			return errNoSitemapRequest
 		}
 		n[listed]++
 		u, v := c.listedURL(sm, e.Loc)
-		if d.Kind() == sitemap.Index {
-			if v == usable && r.requested[u.String()] {
+		if v == usable {
+			switch k := u.String(); {
+			case !c.policy.Allowed(c.token, k):
+				v = disallowed
+			case index && r.requested[k], !index && c.seen[k] && !r.queued[k]:
 				v = known
 			}
-			n[v]++
-			if v == usable {
-				r.pending = append(r.pending[:next], append([]*url.URL{u}, r.pending[next:]...)...)
-				next++
-			}
-			continue
-		}
-		if v == usable && c.seen[u.String()] && !r.queued[u.String()] {
-			v = known
 		}
 		n[v]++
-		if v == usable {
+		switch {
+		case v != usable:
+		case index:
+			r.pending = slices.Insert(r.pending, next, u)
+			next++
+		default:
 			e.Loc = u.String()
 			r.rank.Add(e)
 		}
@@ -222,7 +227,8 @@ func (c *crawler) takeSitemap(r *sitemapRead, sm *url.URL, d *sitemap.Decoder, n
 var errNoSitemapRequest = fmt.Errorf("no sitemap request left for its sitemaps (at most %d per crawl)", maxSitemapRequests)
 
 // listedURL is what the crawl makes of a URL that robots.txt or a sitemap
-// lists (relative to where it is listed): the clean URL, or why not.
+// lists (relative to where it is listed): the clean URL, or why not. It does
+// not ask robots.txt, which callers do when they take the URL.
 func (c *crawler) listedURL(where *url.URL, loc string) (*url.URL, verdict) {
 	u, ok := resolve(where, loc)
 	switch {
@@ -230,8 +236,6 @@ func (c *crawler) listedURL(where *url.URL, loc string) (*url.URL, verdict) {
 		return nil, unusable
 	case !urlnorm.SameSite(u, c.start):
 		return nil, onOtherSite
-	case !c.policy.Allowed(c.token, u.String()):
-		return u, disallowed
 	}
 	return u, usable
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -30,9 +31,15 @@ func readAll(d *Decoder) (Kind, []Entry, error) {
 	}
 }
 
+// gzipWriters are reused: a new gzip.Writer allocates about a megabyte,
+// which would dominate the fuzz target.
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+
 func gz(s string) string {
 	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(&b)
 	io.WriteString(zw, s)
 	zw.Close()
 	return b.String()

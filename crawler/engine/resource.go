@@ -88,8 +88,8 @@ func (c *crawler) canonical(u, base *url.URL, linkHeader []string, href string) 
 // record adds a fetched page to the crawl, once per resource: under canon
 // when that is not recorded yet (and canon is then not fetched in this
 // crawl); not at all when the page recorded as canon, or one with the same
-// body, has the same stored fields (the page's anchors then count for that
-// one). A canonical page recorded with other fields was named wrongly (a
+// (non-empty) body, has the same stored fields (the page's anchors then
+// count for that one). A canonical page recorded with other fields was named wrongly (a
 // site that names its home page on every page): the page keeps its own URL.
 func (c *crawler) record(fetched *url.URL, body []byte, canon *url.URL, p runreport.Page) {
 	own := key(fetched)
@@ -105,8 +105,10 @@ func (c *crawler) record(fetched *url.URL, body []byte, canon *url.URL, p runrep
 			return
 		}
 	}
+	// An empty body (a 304 of a conditional request has none) says nothing
+	// about which resource it is.
 	sum := sha256.Sum256(body)
-	if i, ok := c.bodies[sum]; ok && sameStored(c.res.Pages[i], p) {
+	if i, ok := c.bodies[sum]; ok && len(body) > 0 && sameStored(c.res.Pages[i], p) {
 		c.alias(c.res.Pages[i].URL, own)
 		c.skip(fetched.String(), "duplicate of "+c.res.Pages[i].URL+" (same content)")
 		return
@@ -119,7 +121,7 @@ func (c *crawler) record(fetched *url.URL, body []byte, canon *url.URL, p runrep
 	}
 	p.URL = at
 	c.pageIndex[at] = len(c.res.Pages)
-	if _, ok := c.bodies[sum]; !ok {
+	if _, ok := c.bodies[sum]; !ok && len(body) > 0 {
 		c.bodies[sum] = len(c.res.Pages)
 	}
 	c.res.Pages = append(c.res.Pages, p)

@@ -215,16 +215,20 @@ func TestCanonicalKeepsAnchors(t *testing.T) {
 }
 
 // Two fetched pages with the same stored fields and the same body are
-// recorded once; the same fields with another body are two pages.
+// recorded once; the same fields with another body, or with no body, are
+// two pages.
 func TestSameContentRecordedOnce(t *testing.T) {
 	s := testsite.New(t)
 	same := testsite.Page("Same", marker)
-	s.HTML("/", testsite.Page("Home", marker, "/a", "A", "/b", "B", "/c", "C"))
 	s.HTML("/a", same)
 	s.HTML("/b", same)
 	s.HTML("/c", same+"<!-- another body -->")
+	// Empty bodies are not the same content: they say nothing.
+	s.Handle("/e1", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Content-Type", "text/html") })
+	s.Handle("/e2", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Content-Type", "text/html") })
+	s.HTML("/", testsite.Page("Home", marker, "/a", "A", "/b", "B", "/c", "C", "/e1", "E1", "/e2", "E2"))
 	res := crawl(t, testConfig(), s.URL+"/")
-	if got := pageURLs(res); !slices.Equal(got, []string{s.URL + "/", s.URL + "/a", s.URL + "/c"}) {
+	if got := pageURLs(res); !slices.Equal(got, []string{s.URL + "/", s.URL + "/a", s.URL + "/c", s.URL + "/e1", s.URL + "/e2"}) {
 		t.Errorf("pages %q", got)
 	}
 	if r := skipReason(res, s.URL+"/b"); r != "duplicate of "+s.URL+"/a (same content)" {

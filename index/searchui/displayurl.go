@@ -9,6 +9,8 @@ import (
 	"golang.org/x/net/idna"
 	"golang.org/x/text/unicode/bidi"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/lohisoft/crawl-operator/crawler/urlnorm"
 )
 
 // MaxDisplayURL is how many characters DisplayURL shows at most, unless the
@@ -63,14 +65,16 @@ func DisplayURL(raw string) string {
 	if !isASCII(host) {
 		a, err := idna.Lookup.ToASCII(host)
 		if err != nil || !isASCII(a) {
-			return elide(raw, MaxDisplayURL)
+			// Not a name DNS could answer for: shown escaped, so that
+			// no look-alike letters pass for another host.
+			return elide(escapeBytes(raw), MaxDisplayURL)
 		}
 		host = a
 	}
 	if strings.Contains(u.Host, "]") {
 		host = "[" + host + "]"
 	}
-	if p := u.Port(); p != "" && p != map[string]string{"http": "80", "https": "443"}[scheme] {
+	if p := u.Port(); p != "" && p != urlnorm.DefaultPort(scheme) {
 		host += ":" + p
 	}
 	rest := u.EscapedPath()
@@ -242,9 +246,9 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// escapeBytes percent-encodes what a stored query should not hold raw:
+// escapeBytes percent-encodes what a stored URL should not hold raw:
 // spaces, control characters and non-ASCII octets (the crawler's canonical
-// form already has none).
+// form has none).
 func escapeBytes(s string) string {
 	const hex = "0123456789ABCDEF"
 	var b strings.Builder

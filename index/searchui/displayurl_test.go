@@ -30,6 +30,7 @@ func TestDisplayURL(t *testing.T) {
 		{"empty query stays", "https://example.com/a?", "example.com/a?"},
 		{"punycode host as stored", "https://xn--bcher-kva.example/", "xn--bcher-kva.example"},
 		{"Unicode host shown as punycode", "https://bücher.example/a", "xn--bcher-kva.example/a"},
+		{"a host IDNA refuses is shown escaped", "https://a\u202eb.example/", "https://a%E2%80%AEb.example/"},
 		{"look-alike Cyrillic host shown as punycode", "https://\u0440\u0430ypal.example/", "xn--ypal-43d9g.example"},
 
 		// Letters decoded for reading.

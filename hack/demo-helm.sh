@@ -27,24 +27,7 @@ FORWARD=127.0.0.1:18082
 . hack/demo/lib.sh
 
 started=$SECONDS
-step "Starting the local cluster with a real node (kubelet, containerd, kube-proxy, CoreDNS, local-path-provisioner)"
-REAL_NODE=1 RN_IMAGE=$IMAGE hack/dev-cluster.sh up
-# shellcheck disable=SC1091
-. "$RN_DIR/env"
-$KUBECTL get nodes -o wide
-$KUBECTL get pods -A -o wide
-$KUBECTL get storageclass
-
-step "make image, imported into the node's containerd (no registry: imagePullPolicy Never)"
-go run ./hack/image --tag "$IMAGE" --out "$IMAGE_TAR"
-ctr -a "$RN_SOCK" -n k8s.io images import "$IMAGE_TAR"
-
-step "Serving the sample site on http://$RN_GW:8090/ (the node's bridge address: all a Pod here can reach)"
-if ! listening "$RN_GW:8090"; then
-	nohup bin/samplesite --addr="$RN_GW:8090" >"$DEV/samplesite.log" 2>&1 &
-	echo $! >"$DEV/samplesite.pid"
-	for _ in $(seq 1 40); do listening "$RN_GW:8090" && break; sleep 0.25; done
-fi
+real_node_with_image
 
 # The values a laptop needs, each with its reason, are in
 # hack/demo/helm-values.yaml; nothing else differs from the README.
@@ -68,19 +51,7 @@ $KUBECTL -n "$NS" get lease -o custom-columns=LEASE:.metadata.name,HOLDER:.spec.
 sample_target "$RN_GW:8090" "$KUBECTL -n $NS logs deploy/$RELEASE"
 $KUBECTL get crawltargets,siteindexes -n default
 
-step "Searching through the chart's index Service: kubectl -n $NS port-forward svc/$RELEASE-index ${FORWARD#*:}:8082"
-if [ -f "$DEV/port-forward.pid" ]; then kill "$(cat "$DEV/port-forward.pid")" 2>/dev/null || true; fi
-nohup $KUBECTL -n "$NS" port-forward "svc/$RELEASE-index" "${FORWARD#*:}:8082" --address "${FORWARD%:*}" >"$DEV/port-forward.log" 2>&1 &
-echo $! >"$DEV/port-forward.pid"
-for _ in $(seq 1 40); do listening "$FORWARD" && break; sleep 0.25; done
-out=""
-for _ in $(seq 1 20); do
-	out=$(curl -fsS "http://$FORWARD/api/v1/search?q=sourdough&limit=5" || true)
-	echo "$out" | grep -q '"url"' && break
-	sleep 0.5
-done
-echo "$out"
-echo "$out" | grep -q '"url"' || { echo "no search answer through the index Service" >&2; exit 1; }
+search_through_service
 
 cat <<MSG
 

@@ -180,6 +180,10 @@ down() {
 	stop manager
 	stop samplesite
 	stop_port_forward
+	# make demo-gitops's Flux controllers and Git server, before the cluster
+	# they talk to.
+	"$DEVCLUSTER" flux down --state-dir "$DEV/flux" || true
+	rm -rf "$DEV/flux"
 	addons_down
 	# The real node goes while the control plane still answers, so its Pods
 	# are deleted gracefully; it removes itself even when it does not.

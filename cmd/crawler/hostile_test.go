@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,6 +24,7 @@ func TestHostileSitesEndToEnd(t *testing.T) {
 	messy := hostilesite.NewMessy(t)
 	big := hostilesite.NewBig(t)
 	names := hostilesite.NewNames(t)
+	ranked := hostilesite.NewRanked(t)
 	for _, c := range []struct {
 		name, start, delay string
 	}{
@@ -30,6 +32,7 @@ func TestHostileSitesEndToEnd(t *testing.T) {
 		{"messy", messy.URL + "/", "0s"},
 		{"big", big.URL + "/", "0s"},
 		{"names", names.Start, "150ms"},
+		{"ranked", ranked.URL + "/", "0s"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := &fakeManager{limit: runreport.MaxReportBytes}
@@ -77,6 +80,16 @@ func TestHostileSitesEndToEnd(t *testing.T) {
 					if got, ok := titles[path]; !ok || got != want.Title {
 						t.Errorf("%s: title %q (indexed %v), want %q", path, got, ok, want.Title)
 					}
+				}
+			case "ranked":
+				var got []string
+				for _, r := range ranked.Requests() {
+					if r.Path != "/robots.txt" {
+						got = append(got, r.Path)
+					}
+				}
+				if want := append([]string{"/", "/sitemap.xml"}, ranked.Order...); !slices.Equal(got, want) {
+					t.Errorf("requests\n got  %q\n want %q", got, want)
 				}
 			case "names":
 				reqs := names.Requests()

@@ -182,7 +182,8 @@ func TestCrawlCommand(t *testing.T) {
 	if p := c.Pages[1]; p.URL != s.URL+"/a" || p.Title != "A page" || p.StatusCode != 200 || p.Headings.H1[0] != "A page" || p.InboundAnchors[0] != "Alpha" || p.FetchedAt.IsZero() {
 		t.Errorf("page %+v", p)
 	}
-	if len(c.Skipped) != 1 || c.Skipped[0].URL != s.URL+"/private" {
+	// The site has no sitemap: its /sitemap.xml answered 404.
+	if len(c.Skipped) != 2 || c.Skipped[0].URL != s.URL+"/sitemap.xml" || c.Skipped[1].URL != s.URL+"/private" {
 		t.Errorf("skipped %+v", c.Skipped)
 	}
 	if s.Count("/private") != 0 {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -43,4 +44,9 @@ func isChallenge(status int, h http.Header, body []byte) bool {
 		}
 	}
 	return false
+}
+
+// challengeReason is the skipped entry of the URL that showed a challenge.
+func challengeReason(status int) string {
+	return fmt.Sprintf("bot protection challenge (HTTP %d): not bypassed, site left alone", status)
 }

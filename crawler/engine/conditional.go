@@ -17,7 +17,7 @@ import (
 // unchanged (the index keeps its stored fields and refreshes its fetch time)
 // and costs one request of the budget like any other.
 
-// previous is Config.Previous by URL, in the crawler's canonical form.
+// previous is Config.Previous by resource (key, resource.go).
 type previous struct {
 	pages map[string]runreport.KnownPage
 	// urls are the previous run's pages in their order, queued once the
@@ -33,12 +33,11 @@ func newPrevious(known []runreport.KnownPage) previous {
 		if err != nil || u.Host == "" {
 			continue
 		}
-		u = urlnorm.Normalize(u)
-		if _, dup := p.pages[u.String()]; dup {
+		u = urlnorm.Clean(urlnorm.Normalize(u))
+		if _, dup := p.pages[key(u)]; dup {
 			continue
 		}
-		k.URL = u.String()
-		p.pages[k.URL] = k
+		p.pages[key(u)] = k
 		p.urls = append(p.urls, u)
 	}
 	return p
@@ -53,7 +52,7 @@ func (c *crawler) conditionFor(u *url.URL, page bool) fetch.Conditional {
 	if !page {
 		return fetch.Conditional{}
 	}
-	k := c.prev.pages[u.String()]
+	k := c.prev.pages[key(u)]
 	return fetch.Conditional{IfNoneMatch: runreport.ETag(k.ETag), IfModifiedSince: runreport.LastModified(k.LastModified)}
 }
 
@@ -81,9 +80,8 @@ func (c *crawler) notModified(u *url.URL, resp *fetch.Response) {
 	}
 	etag, lastModified := c.validators(resp)
 	etag, lastModified = cmp.Or(etag, sent.IfNoneMatch), cmp.Or(lastModified, sent.IfModifiedSince)
-	c.pageIndex[u.String()] = len(c.res.Pages)
-	c.res.Pages = append(c.res.Pages, runreport.Page{
-		URL:          u.String(),
+	// No body: nothing to compare with other pages, no canonical named.
+	c.record(u, nil, nil, runreport.Page{
 		StatusCode:   http.StatusNotModified,
 		Headings:     runreport.Headings{H1: []string{}, H2: []string{}, H3: []string{}},
 		FetchedAt:    resp.Started.UTC(),

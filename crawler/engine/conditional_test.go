@@ -20,10 +20,24 @@ var lastModified = time.Date(2026, 8, 1, 9, 30, 0, 0, time.UTC)
 // size bytes of body text, with a strong ETag and a Last-Modified, and
 // answers conditional GETs as net/http's file server does. Only the home
 // page links to the others, so a crawl that gets a 304 for it must find
-// them some other way.
-func validatedSite(tb testing.TB, n, size int) *testsite.Site {
+// them some other way; with withSitemap, /sitemap.xml lists them all (one
+// request of the budget either way: the crawler asks for it).
+func validatedSite(tb testing.TB, n, size int, withSitemap bool) *testsite.Site {
 	s := testsite.New(tb)
 	s.Robots("User-agent: *\nAllow: /\n")
+	if withSitemap {
+		var b strings.Builder
+		b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">`)
+		for i := range n {
+			fmt.Fprintf(&b, "<url><loc>%s/p%d</loc></url>", s.URL, i)
+		}
+		b.WriteString("</urlset>")
+		sm := strings.Replace(b.String(), s.URL+"/p0<", s.URL+"/<", 1)
+		s.Handle("/sitemap.xml", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/xml")
+			fmt.Fprint(w, sm)
+		})
+	}
 	var links []string
 	for i := 1; i < n; i++ {
 		links = append(links, fmt.Sprintf("/p%d", i), fmt.Sprintf("Page %d", i))
@@ -72,9 +86,10 @@ func pageByURL(res runreport.Crawl, u string) (runreport.Page, bool) {
 // exactly, spends one request per page, keeps every page, and receives a
 // small fraction of the first crawl's bytes.
 func TestConditionalRecrawlOfUnchangedSite(t *testing.T) {
-	s := validatedSite(t, 20, 20<<10)
+	const n = runreport.MaxPages - 1 // and the sitemap: the whole budget
+	s := validatedSite(t, n, 20<<10, true)
 	first := crawl(t, testConfig(), s.URL)
-	if len(first.Pages) != 20 || first.Stats.PagesUnchanged != 0 {
+	if len(first.Pages) != n || first.Stats.PagesUnchanged != 0 {
 		t.Fatalf("first crawl: %d pages, %d unchanged; skipped %v", len(first.Pages), first.Stats.PagesUnchanged, first.Skipped)
 	}
 	home := s.URL + "/"
@@ -90,7 +105,7 @@ func TestConditionalRecrawlOfUnchangedSite(t *testing.T) {
 	cfg := testConfig()
 	cfg.Previous = previousOf(first)
 	again := crawl(t, cfg, s.URL)
-	if again.Stats.PagesUnchanged != 20 || len(again.Pages) != 20 {
+	if again.Stats.PagesUnchanged != n || len(again.Pages) != n {
 		t.Fatalf("recrawl: %d pages, %d unchanged; skipped %v", len(again.Pages), again.Stats.PagesUnchanged, again.Skipped)
 	}
 	if got, want := pageURLs(again), pageURLs(first); !sameSet(got, want) {
@@ -104,7 +119,7 @@ func TestConditionalRecrawlOfUnchangedSite(t *testing.T) {
 	}
 	pageReqs := 0
 	for _, r := range s.Requests()[before:] {
-		if r.Path == "/robots.txt" {
+		if r.Path == "/robots.txt" || r.Path == "/sitemap.xml" {
 			continue
 		}
 		pageReqs++
@@ -114,8 +129,8 @@ func TestConditionalRecrawlOfUnchangedSite(t *testing.T) {
 				r.Header.Get("If-None-Match"), r.Header.Get("If-Modified-Since"), prev.ETag, prev.LastModified)
 		}
 	}
-	if pageReqs != 20 {
-		t.Errorf("recrawl sent %d page requests, want 20 (one per page)", pageReqs)
+	if pageReqs != n {
+		t.Errorf("recrawl sent %d page requests, want %d (one per page)", pageReqs, n)
 	}
 	if ratio := float64(again.Stats.BytesReceived) / float64(first.Stats.BytesReceived); ratio > 0.05 {
 		t.Errorf("recrawl received %d bytes, %.1f %% of the first crawl's %d", again.Stats.BytesReceived, 100*ratio, first.Stats.BytesReceived)
@@ -160,7 +175,7 @@ func TestNotModifiedWithoutValidatorIsAFailedFetch(t *testing.T) {
 // unchanged home page keeps every page. Pages that no longer exist are
 // dropped as on any crawl, and each 304 spends one request of the budget.
 func TestUnchangedPagesKeepThePreviousPagesInReach(t *testing.T) {
-	s := validatedSite(t, 6, 1000)
+	s := validatedSite(t, 6, 1000, false)
 	first := crawl(t, testConfig(), s.URL)
 	gone := s.URL + "/p5"
 	s.Handle("/p5", http.NotFound)
@@ -174,7 +189,7 @@ func TestUnchangedPagesKeepThePreviousPagesInReach(t *testing.T) {
 		t.Errorf("%s skipped with %q", gone, r)
 	}
 
-	cfg.MaxPages = 3
+	cfg.MaxPages = 4 // the home page, the sitemap (404), two more
 	budget := crawl(t, cfg, s.URL)
 	if len(budget.Pages) != 3 || budget.Stats.PagesUnchanged != 3 {
 		t.Errorf("budget of 3: pages %v, %d unchanged", pageURLs(budget), budget.Stats.PagesUnchanged)

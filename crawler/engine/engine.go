@@ -1,4 +1,5 @@
-// Package engine crawls one site: robots.txt first, then breadth-first over
+// Package engine crawls one site: robots.txt first, then the start URL, the
+// site's sitemaps and the URLs they rank highest, then breadth-first over
 // the site's own links, within the page budget and the politeness rules, and
 // produces the runreport.Crawl document. The rules it keeps are the promises
 // LohiSoftBot makes to site owners; see docs/crawler.md.
@@ -7,6 +8,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -114,7 +116,7 @@ func Crawl(ctx context.Context, cfg Config, start string) (runreport.Crawl, erro
 	if len(u.String()) > runreport.MaxURLLength {
 		return runreport.Crawl{}, fmt.Errorf("%w: URL longer than %d bytes", ErrBadInput, runreport.MaxURLLength)
 	}
-	c := newCrawler(cfg, u)
+	c := newCrawler(cfg, urlnorm.Clean(u))
 	if c.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
@@ -139,14 +141,18 @@ type crawler struct {
 	failures int                     // failed requests in a row
 	stopped  bool
 
-	seen       map[string]bool
-	queue      []*url.URL
-	pageIndex  map[string]int      // URL → index in res.Pages
-	anchors    map[string][]string // target URL → anchor texts
-	redirected map[string][]string // final URL → URLs that redirected to it
-	offSite    map[string]int      // URL → index in res.OffSiteLinks
-	prev       previous            // the previous run's pages and validators
-	unchanged  int                 // pages answered 304 Not Modified
+	// URLs are keyed by resource (key, resource.go).
+	seen      map[string]bool
+	queue     []*url.URL
+	pageIndex map[string]int      // URL → index in res.Pages
+	anchors   map[string][]string // target URL → anchor texts
+	// redirected: recorded URL → URLs whose anchors are its own (those that
+	// redirected to it, named it canonical or duplicated it).
+	redirected map[string][]string
+	offSite    map[string]int            // URL → index in res.OffSiteLinks
+	bodies     map[[sha256.Size]byte]int // body hash → index in res.Pages
+	prev       previous                  // the previous run's pages and validators
+	unchanged  int                       // pages answered 304 Not Modified
 }
 
 func newCrawler(cfg Config, start *url.URL) *crawler {
@@ -193,6 +199,7 @@ func newCrawler(cfg Config, start *url.URL) *crawler {
 		anchors:    map[string][]string{},
 		redirected: map[string][]string{},
 		offSite:    map[string]int{},
+		bodies:     map[[sha256.Size]byte]int{},
 		prev:       newPrevious(cfg.Previous),
 	}
 }
@@ -236,7 +243,7 @@ func (c *crawler) run(ctx context.Context) {
 		return
 	}
 	c.enqueue(c.start)
-	for len(c.queue) > 0 && !c.stopped {
+	for first := true; len(c.queue) > 0 && !c.stopped; first = false {
 		if ctx.Err() != nil {
 			c.skipRest(stopReason(ctx))
 			return
@@ -251,6 +258,9 @@ func (c *crawler) run(ctx context.Context) {
 		c.visit(ctx, u)
 		if c.requests > sent { // a page was requested: report progress
 			c.progress()
+		}
+		if first { // the start URL first, the sitemaps next
+			c.readSitemaps(ctx)
 		}
 	}
 	if ctx.Err() != nil && len(c.queue) > 0 {
@@ -384,24 +394,18 @@ var (
 // (one request at a time, spaced starts, Retry-After). page requests count
 // against the budget.
 func (c *crawler) request(ctx context.Context, u *url.URL, page bool, wantBody func(*http.Response) bool) (outcome, error) {
-	gate := c.hosts.For(u.Hostname(), c.addresses(ctx, u.Hostname()))
+	gate := c.gate(ctx, u)
+	get := func(ctx context.Context) (*fetch.Response, error) {
+		return c.client.GetIf(ctx, u, c.conditionFor(u, page), func(r *http.Response) bool {
+			return wantBody(r) || wantsChallengeCheck(r)
+		})
+	}
 	for attempt := 1; ; attempt++ {
 		if page && c.requests >= c.cfg.MaxPages {
 			return outcome{}, errBudget
 		}
-		release, err := gate.Acquire(ctx)
-		if err != nil {
-			return outcome{}, err
-		}
-		if page {
-			c.requests++
-		}
-		resp, err := c.client.GetIf(ctx, u, c.conditionFor(u, page), func(r *http.Response) bool {
-			return wantBody(r) || wantsChallengeCheck(r)
-		})
-		release()
+		resp, err := c.send(ctx, gate, u, page, attempt, get)
 		if err == nil {
-			c.log.Info("fetched", "url", u.String(), "status", resp.StatusCode, "bytes", len(resp.Body), "truncated", resp.Truncated, "attempt", attempt)
 			if isChallenge(resp.StatusCode, resp.Header, resp.Body) {
 				return outcome{resp: resp}, nil
 			}
@@ -421,12 +425,7 @@ func (c *crawler) request(ctx context.Context, u *url.URL, page bool, wantBody f
 			}
 		}
 		c.failures++
-		wait := c.cfg.Backoff.Delay(attempt)
-		if resp != nil {
-			if ra, ok := politeness.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-				wait = ra
-			}
-		}
+		wait := c.retryWait(attempt, resp)
 		if attempt >= c.cfg.MaxAttempts || c.failures >= c.cfg.MaxFailures || wait > c.cfg.MaxWait || exceedsDeadline(ctx, wait) {
 			// The crawler comes back no earlier than the site asked, and
 			// never sooner than the next back-off step.
@@ -441,6 +440,43 @@ func (c *crawler) request(ctx context.Context, u *url.URL, page bool, wantBody f
 		c.log.Info("backing off", "url", u.String(), "wait", wait)
 		gate.NotBefore(time.Now().Add(wait))
 	}
+}
+
+// gate is where requests to u's host wait their turn: one slot per host name
+// and per address it resolves to.
+func (c *crawler) gate(ctx context.Context, u *url.URL) politeness.Set {
+	return c.hosts.For(u.Hostname(), c.addresses(ctx, u.Hostname()))
+}
+
+// send makes one attempt at u through its gate, holding the slot until the
+// response is read; a page request (sitemaps too) counts against the budget.
+// It fails without a request only when ctx ends while it waits.
+func (c *crawler) send(ctx context.Context, gate politeness.Set, u *url.URL, page bool, attempt int, get func(context.Context) (*fetch.Response, error)) (*fetch.Response, error) {
+	release, err := gate.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if page {
+		c.requests++
+	}
+	resp, err := get(ctx)
+	release()
+	if resp != nil {
+		c.log.Info("fetched", "url", u.String(), "status", resp.StatusCode, "bytes", len(resp.Body), "truncated", resp.Truncated, "attempt", attempt)
+	}
+	return resp, err
+}
+
+// retryWait is how long a host that answered resp (nil: none came) is
+// left alone before the next attempt: its Retry-After, else the back-off
+// step.
+func (c *crawler) retryWait(attempt int, resp *fetch.Response) time.Duration {
+	if resp != nil {
+		if ra, ok := politeness.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			return ra
+		}
+	}
+	return c.cfg.Backoff.Delay(attempt)
 }
 
 // addresses returns the IPv4 addresses host resolves to under the dialer's
@@ -515,7 +551,7 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) {
 		resp := o.resp
 		switch code := resp.StatusCode; {
 		case isChallenge(code, resp.Header, resp.Body):
-			c.skip(cur.String(), fmt.Sprintf("bot protection challenge (HTTP %d): not bypassed, site left alone", code))
+			c.skip(cur.String(), challengeReason(code))
 			c.stop(ChallengeRetryAfter)
 			return
 		case code == http.StatusNotModified:
@@ -526,7 +562,7 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) {
 			if !ok {
 				return
 			}
-			c.redirected[next.String()] = append(c.redirected[next.String()], cur.String())
+			c.alias(key(next), key(cur))
 			c.skip(cur.String(), fmt.Sprintf("HTTP %d: redirects to %s", code, next))
 			cur = next
 			continue
@@ -555,12 +591,14 @@ func (c *crawler) redirectTarget(cur *url.URL, resp *fetch.Response, hop int) (*
 	case hop+1 > MaxRedirects:
 		c.skip(cur.String(), "too many redirects")
 	case c.isPage(next):
-		c.redirected[next.String()] = append(c.redirected[next.String()], cur.String())
+		c.alias(key(next), key(cur))
 		c.skip(cur.String(), "redirects to "+next.String()+" (already crawled)")
-	case next.String() == cur.String() || c.seen[next.String()] && !c.inQueue(next):
+	case next.String() == cur.String() || key(next) != key(cur) && c.seen[key(next)] && !c.inQueue(next):
+		// (A redirect that only adds a session id is followed: the
+		// server insists, and the page is recorded without it.)
 		c.skip(cur.String(), "redirect loop via "+next.String())
 	default:
-		c.seen[next.String()] = true
+		c.seen[key(next)] = true
 		c.dequeue(next)
 		return next, true
 	}
@@ -568,22 +606,24 @@ func (c *crawler) redirectTarget(cur *url.URL, resp *fetch.Response, hop int) (*
 }
 
 func (c *crawler) isPage(u *url.URL) bool {
-	_, ok := c.pageIndex[u.String()]
+	_, ok := c.pageIndex[key(u)]
 	return ok
 }
 
 func (c *crawler) inQueue(u *url.URL) bool {
+	k := key(u)
 	for _, q := range c.queue {
-		if q.String() == u.String() {
+		if q.String() == k {
 			return true
 		}
 	}
 	return false
 }
 
-// dequeue removes u from the queue: the redirect chain fetches it now.
+// dequeue removes u from the queue: the redirect chain fetches it now, or
+// a page was recorded as it.
 func (c *crawler) dequeue(u *url.URL) {
-	k := u.String()
+	k := key(u)
 	for i, q := range c.queue {
 		if q.String() == k {
 			c.queue = append(c.queue[:i], c.queue[i+1:]...)
@@ -612,18 +652,18 @@ func (c *crawler) page(u *url.URL, resp *fetch.Response) {
 		return
 	}
 	dir := p.Robots.Merge(extract.HeaderDirectives(resp.Header.Values("X-Robots-Tag"), c.token))
-	if !dir.NoFollow {
-		base := u
-		if p.Base != "" {
-			if b, ok := urlnorm.Resolve(u, p.Base); ok {
-				base = b
-			}
+	base := u
+	if p.Base != "" {
+		if b, ok := urlnorm.Resolve(u, p.Base); ok {
+			base = b
 		}
+	}
+	if !dir.NoFollow {
 		for _, l := range p.Links {
 			if l.NoFollow {
 				continue
 			}
-			target, ok := urlnorm.Resolve(base, l.Href)
+			target, ok := resolve(base, l.Href)
 			if !ok {
 				continue
 			}
@@ -646,9 +686,7 @@ func (c *crawler) page(u *url.URL, resp *fetch.Response) {
 		return
 	}
 	etag, lastModified := c.validators(resp)
-	c.pageIndex[u.String()] = len(c.res.Pages)
-	c.res.Pages = append(c.res.Pages, runreport.Page{
-		URL:         u.String(),
+	c.record(u, resp.Body, c.canonical(u, base, resp.Header.Values("Link"), p.Canonical), runreport.Page{
 		StatusCode:  resp.StatusCode,
 		Title:       runreport.Cut(p.Title, runreport.MaxTitleLength),
 		Description: runreport.Cut(p.Description, runreport.MaxDescriptionLength),

@@ -63,7 +63,8 @@ func skipReason(res runreport.Crawl, url string) string {
 
 // The "done when" test: a local site crawled with --delay 200ms never has
 // two requests in flight, never starts two less than 200 ms apart, never
-// fetches a disallowed URL, and spends exactly the budget on pages.
+// fetches a disallowed URL, and spends exactly the budget: 20 requests, the
+// site's /sitemap.xml (here a 404) and 19 pages.
 func TestPolitenessBudgetAndRobots(t *testing.T) {
 	s := testsite.New(t)
 	s.Robots("User-agent: *\nDisallow: /private/\n\nUser-agent: OtherBot\nDisallow: /\n")
@@ -105,8 +106,11 @@ func TestPolitenessBudgetAndRobots(t *testing.T) {
 	if n := s.PageRequests(); n != runreport.MaxPages {
 		t.Errorf("page requests = %d, want exactly %d", n, runreport.MaxPages)
 	}
-	if len(res.Pages) != runreport.MaxPages {
-		t.Errorf("pages = %d, want %d", len(res.Pages), runreport.MaxPages)
+	if len(res.Pages) != runreport.MaxPages-1 {
+		t.Errorf("pages = %d, want %d", len(res.Pages), runreport.MaxPages-1)
+	}
+	if n := s.Count("/sitemap.xml"); n != 1 || skipReason(res, s.URL+"/sitemap.xml") != "sitemap: HTTP 404" {
+		t.Errorf("sitemap requested %d times, skipped with %q", n, skipReason(res, s.URL+"/sitemap.xml"))
 	}
 	if res.Robots.Status != 200 || res.Robots.FetchedAt.IsZero() {
 		t.Errorf("robots %+v", res.Robots)
@@ -123,8 +127,8 @@ func TestPolitenessBudgetAndRobots(t *testing.T) {
 			budgetSkips++
 		}
 	}
-	if budgetSkips != 25+1-runreport.MaxPages {
-		t.Errorf("budget skips = %d, want %d", budgetSkips, 25+1-runreport.MaxPages)
+	if want := 25 + 1 - (runreport.MaxPages - 1); budgetSkips != want {
+		t.Errorf("budget skips = %d, want %d", budgetSkips, want)
 	}
 	if out, _ := json.Marshal(res); bytes.Contains(out, []byte(marker)) {
 		t.Error("body text in the result")
@@ -354,8 +358,11 @@ func TestRobotsStatusHandling(t *testing.T) {
 			if res.Robots.Status != c.wantStatus {
 				t.Errorf("robots status %d, want %d", res.Robots.Status, c.wantStatus)
 			}
-			if len(res.Pages) != c.wantPages || s.PageRequests()-s.Count("/real-robots.txt") != c.wantPages {
+			if len(res.Pages) != c.wantPages || s.PageRequests()-s.Count("/real-robots.txt")-s.Count("/sitemap.xml") != c.wantPages {
 				t.Errorf("pages %v, page requests %d, want %d", pageURLs(res), s.PageRequests(), c.wantPages)
+			}
+			if sitemaps := s.Count("/sitemap.xml"); (sitemaps == 1) != (c.wantPages > 0) {
+				t.Errorf("sitemap requested %d times", sitemaps)
 			}
 			if (res.RetryAfter != "") != c.wantRetry {
 				t.Errorf("retryAfter %q", res.RetryAfter)
@@ -730,7 +737,7 @@ func TestCrawlDelayRaisesGap(t *testing.T) {
 	crawl(t, testConfig(), s.URL)
 	reqs := s.Requests()
 	slices.SortFunc(reqs, func(a, b testsite.Request) int { return a.Start.Compare(b.Start) })
-	if len(reqs) != 4 {
+	if len(reqs) != 5 { // robots.txt, /, /sitemap.xml, /a, /b
 		t.Fatalf("requests %d", len(reqs))
 	}
 	for i := 2; i < len(reqs); i++ { // after robots.txt was read

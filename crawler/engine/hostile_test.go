@@ -100,6 +100,9 @@ func TestMessySite(t *testing.T) {
 	if res.RetryAfter != "" {
 		t.Errorf("retryAfter %s: broken pages are not the host failing", res.RetryAfter)
 	}
+	if s.Count("/sitemap.xml") != 0 {
+		t.Error("the sitemap robots.txt disallows was requested")
+	}
 }
 
 func TestBigSiteFitsTheDocumentLimit(t *testing.T) {

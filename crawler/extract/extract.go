@@ -40,6 +40,10 @@ type Page struct {
 	// Base is the href of the first <base> element, "" if none; links are
 	// relative to it.
 	Base string
+	// Canonical is the href of the page's <link rel="canonical"> in its
+	// <head>, as written; "" if none, or if the head names two different
+	// ones (canonical.go).
+	Canonical string
 	// Robots holds the page's <meta name="robots"> directives (and those of
 	// a meta tag named after the crawler's product token).
 	Robots Directives
@@ -96,12 +100,16 @@ type extractor struct {
 	b     builder
 	p     *Page
 	token string
+	// canonicalSeen and canonicalConflict: a canonical link was seen in
+	// the head; two different ones were.
+	canonicalSeen, canonicalConflict bool
 }
 
 // extract reads a page already decoded to UTF-8.
 func extract(rd io.Reader, token string) (p *Page, err error) {
 	x := extractors.Get().(*extractor)
 	x.p, x.token = &Page{}, token
+	x.canonicalSeen, x.canonicalConflict = false, false
 	b := &x.b
 	b.reset(html.NewTokenizer(rd))
 	defer func() {
@@ -136,6 +144,8 @@ func extract(rd io.Reader, token string) (p *Page, err error) {
 				x.meta()
 			case atom.Base:
 				x.base()
+			case atom.Link:
+				x.link()
 			}
 		}
 		if !b.stopped {

@@ -165,6 +165,18 @@ func (c *Client) Get(ctx context.Context, u *url.URL, wantBody func(*http.Respon
 // GetIf is Get with the validators of cond: a site that still has the same
 // page may answer 304 Not Modified, without a body.
 func (c *Client) GetIf(ctx context.Context, u *url.URL, cond Conditional, wantBody func(*http.Response) bool) (*Response, error) {
+	return c.get(ctx, u, cond, func(resp *http.Response, out *Response) (err error) {
+		if wantBody != nil && !wantBody(resp) {
+			return nil
+		}
+		out.Body, out.Truncated, err = c.readBody(resp)
+		return err
+	})
+}
+
+// get sends one GET, with the validators of cond, and lets body read the
+// response (within the request's time limit) before it is closed.
+func (c *Client) get(ctx context.Context, u *url.URL, cond Conditional, body func(*http.Response, *Response) error) (*Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.TotalTimeout)
 	defer cancel()
 	clean := *u
@@ -197,30 +209,33 @@ func (c *Client) GetIf(ctx context.Context, u *url.URL, cond Conditional, wantBo
 		conn.Close()
 	}
 	out := &Response{URL: &clean, StatusCode: resp.StatusCode, Header: resp.Header, Started: started}
-	if wantBody != nil && !wantBody(resp) {
-		return out, nil
-	}
-	out.Body, out.Truncated, err = c.readBody(resp)
-	if err != nil {
+	if err := body(resp, out); err != nil {
 		return nil, classify(fmt.Errorf("reading body: %w", err))
 	}
 	return out, nil
 }
 
-func (c *Client) readBody(resp *http.Response) ([]byte, bool, error) {
-	wire := &io.LimitedReader{R: resp.Body, N: c.cfg.MaxBody + 1}
-	var r io.Reader = wire
+// decode undoes the response's Content-Encoding (gzip is the only one the
+// client asks for) on the bytes read from wire.
+func decode(resp *http.Response, wire io.Reader) (io.Reader, error) {
 	switch strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))) {
 	case "", "identity":
+		return wire, nil
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(wire)
 		if err != nil {
-			return nil, false, &BrokenResponseError{What: "corrupt gzip body", Err: err}
+			return nil, &BrokenResponseError{What: "corrupt gzip body", Err: err}
 		}
-		defer zr.Close()
-		r = zr
-	default:
-		return nil, false, &BrokenResponseError{What: fmt.Sprintf("unsupported Content-Encoding %q", resp.Header.Get("Content-Encoding"))}
+		return zr, nil
+	}
+	return nil, &BrokenResponseError{What: fmt.Sprintf("unsupported Content-Encoding %q", resp.Header.Get("Content-Encoding"))}
+}
+
+func (c *Client) readBody(resp *http.Response) ([]byte, bool, error) {
+	wire := &io.LimitedReader{R: resp.Body, N: c.cfg.MaxBody + 1}
+	r, err := decode(resp, wire)
+	if err != nil {
+		return nil, false, err
 	}
 	body, err := c.readAll(io.LimitReader(r, c.cfg.MaxDecoded+1))
 	truncated := int64(len(body)) > c.cfg.MaxDecoded || wire.N <= 0

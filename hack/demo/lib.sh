@@ -27,3 +27,49 @@ sample_target() {
 	echo "the CrawlTarget did not become Ready; see $hint" >&2
 	return 1
 }
+
+# The real-node demos (make demo-helm, make demo-gitops) share what follows;
+# they set DEV, RN_DIR, IMAGE, IMAGE_TAR, NS and RELEASE.
+
+# real_node_with_image starts the dev cluster with the real node, imports
+# the image make image builds and serves the sample site on the node's
+# bridge address, http://$RN_GW:8090/ (sourcing $RN_DIR/env).
+real_node_with_image() {
+	step "Starting the local cluster with a real node (kubelet, containerd, kube-proxy, CoreDNS, local-path-provisioner)"
+	REAL_NODE=1 RN_IMAGE=$IMAGE hack/dev-cluster.sh up
+	# shellcheck disable=SC1091
+	. "$RN_DIR/env"
+	$KUBECTL get nodes -o wide
+	$KUBECTL get pods -A -o wide
+	$KUBECTL get storageclass
+
+	step "make image, imported into the node's containerd (no registry: imagePullPolicy Never)"
+	go run ./hack/image --tag "$IMAGE" --out "$IMAGE_TAR"
+	ctr -a "$RN_SOCK" -n k8s.io images import "$IMAGE_TAR"
+
+	step "Serving the sample site on http://$RN_GW:8090/ (the node's bridge address: all a Pod here can reach)"
+	if ! listening "$RN_GW:8090"; then
+		nohup bin/samplesite --addr="$RN_GW:8090" >"$DEV/samplesite.log" 2>&1 &
+		echo $! >"$DEV/samplesite.pid"
+		for _ in $(seq 1 40); do listening "$RN_GW:8090" && break; sleep 0.25; done
+	fi
+}
+
+# search_through_service searches the sample site's pages through the
+# chart's index Service with kubectl port-forward on $FORWARD, which keeps
+# running ($DEV/port-forward.pid; make dev-cluster-down stops it).
+search_through_service() {
+	local out=""
+	step "Searching through the chart's index Service: kubectl -n $NS port-forward svc/$RELEASE-index ${FORWARD#*:}:8082"
+	if [ -f "$DEV/port-forward.pid" ]; then kill "$(cat "$DEV/port-forward.pid")" 2>/dev/null || true; fi
+	nohup $KUBECTL -n "$NS" port-forward "svc/$RELEASE-index" "${FORWARD#*:}:8082" --address "${FORWARD%:*}" >"$DEV/port-forward.log" 2>&1 &
+	echo $! >"$DEV/port-forward.pid"
+	for _ in $(seq 1 40); do listening "$FORWARD" && break; sleep 0.25; done
+	for _ in $(seq 1 20); do
+		out=$(curl -fsS "http://$FORWARD/api/v1/search?q=sourdough&limit=5" || true)
+		echo "$out" | grep -q '"url"' && break
+		sleep 0.5
+	done
+	echo "$out"
+	echo "$out" | grep -q '"url"' || { echo "no search answer through the index Service" >&2; return 1; }
+}

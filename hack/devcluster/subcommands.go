@@ -25,6 +25,15 @@ import (
 //	    kube-proxy, CoreDNS and the default StorageClass on the real node
 //	devcluster addons down --state-dir D
 //	    stops kube-proxy
+//	devcluster flux up --state-dir D --kubeconfig K [--bin-dir bin/flux]
+//	    Flux's CRDs and controllers (processes of D) against the cluster
+//	devcluster flux fleet --state-dir D --kubeconfig K --site URL [--image-tag T]
+//	    serves the fleet and chart repositories (a Git server process of D)
+//	    and applies flux bootstrap's objects with the laptop's patches
+//	devcluster flux down --state-dir D
+//	    stops the controllers and the Git server
+//	devcluster git-server --root R --addr A
+//	    serves the bare repositories under R (started by flux fleet)
 func subcommand(name string, args []string) int {
 	var err error
 	switch {
@@ -38,8 +47,12 @@ func subcommand(name string, args []string) int {
 		if err = fs.Parse(args[1:]); err == nil {
 			err = addons.Down(abs(*stateDir))
 		}
+	case name == "flux":
+		err = fluxCommand(args)
+	case name == "git-server":
+		err = gitServer(args)
 	default:
-		err = fmt.Errorf("unknown subcommand %q: want plan, addons up or addons down", name)
+		err = fmt.Errorf("unknown subcommand %q: want plan, addons up|down, flux up|fleet|down or git-server", name)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "devcluster:", err)

@@ -107,7 +107,7 @@ var english = text{
 	PointsTheWay:     "The index shows the way rather than giving the answer: every search result links back to your page.",
 
 	BudgetHeading: "How much it fetches",
-	BudgetText:    "At most %d pages per site in each crawl.",
+	BudgetText:    "At most %d pages per site in each crawl, sitemap requests included. The pages your sitemap ranks highest come first (the sitemaps your robots.txt names, else /sitemap.xml), then links.",
 
 	EtiquetteHeading: "How it behaves",
 	Etiquette: [4]string{
@@ -188,7 +188,7 @@ var dutch = text{
 	PointsTheWay:     "De index wijst de weg in plaats van het antwoord te geven: elk zoekresultaat linkt terug naar uw pagina.",
 
 	BudgetHeading: "Hoeveel hij ophaalt",
-	BudgetText:    "Hoogstens %d pagina's per site per crawl.",
+	BudgetText:    "Hoogstens %d pagina's per site per crawl, verzoeken om de sitemap inbegrepen. De pagina's die uw sitemap het hoogst rangschikt komen eerst (de sitemaps die uw robots.txt noemt, anders /sitemap.xml), daarna links.",
 
 	EtiquetteHeading: "Hoe hij zich gedraagt",
 	Etiquette: [4]string{
@@ -269,7 +269,7 @@ var slovak = text{
 	PointsTheWay:     "Index ukazuje cestu, odpoveď nedáva: každý výsledok vyhľadávania odkazuje späť na vašu stránku.",
 
 	BudgetHeading: "Koľko toho stiahne",
-	BudgetText:    "Najviac %d stránok z jedného webu pri každom prehľadávaní.",
+	BudgetText:    "Najviac %d stránok z jedného webu pri každom prehľadávaní, vrátane požiadaviek na sitemap. Najprv prídu stránky, ktoré vaša sitemap radí najvyššie (sitemapy uvedené vo vašom robots.txt, inak /sitemap.xml), potom odkazy.",
 
 	EtiquetteHeading: "Ako sa správa",
 	Etiquette: [4]string{
@@ -350,7 +350,7 @@ var bulgarian = text{
 	PointsTheWay:     "Индексът показва пътя, а не дава отговора: всеки резултат от търсенето води обратно към вашата страница.",
 
 	BudgetHeading: "Колко изтегля",
-	BudgetText:    "Най-много %d страници от един сайт при всяко обхождане.",
+	BudgetText:    "Най-много %d страници от един сайт при всяко обхождане, включително заявките за sitemap. Първо идват страниците, които вашият sitemap поставя най-високо (посочените във вашия robots.txt, иначе /sitemap.xml), след това връзките.",
 
 	EtiquetteHeading: "Как се държи",
 	Etiquette: [4]string{
@@ -431,7 +431,7 @@ var italian = text{
 	PointsTheWay:     "L'indice indica la strada invece di dare la risposta: ogni risultato di ricerca rimanda alla vostra pagina.",
 
 	BudgetHeading: "Quanto scarica",
-	BudgetText:    "Al massimo %d pagine per sito a ogni scansione.",
+	BudgetText:    "Al massimo %d pagine per sito a ogni scansione, comprese le richieste della sitemap. Prima vengono le pagine che la vostra sitemap mette più in alto (le sitemap indicate nel vostro robots.txt, altrimenti /sitemap.xml), poi i link.",
 
 	EtiquetteHeading: "Come si comporta",
 	Etiquette: [4]string{

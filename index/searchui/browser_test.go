@@ -49,7 +49,8 @@ func sampleSite() store.SiteDoc {
 func TestInBrowser(t *testing.T) {
 	mill := doc("https://mill.example:443", "Stone-ground flour for sourdough", "Rye flour for sourdough bakers")
 	hostileSite := doc("http://old.example:80", hostile+" stale bread")
-	st := newStore(t, sampleSite(), mill, hostileSite)
+	roastery := doc("https://roastery.example:443", "Espresso roasts", "Espresso at home", "Decaf espresso")
+	st := newStore(t, sampleSite(), mill, hostileSite, roastery)
 	srv := httptest.NewServer(&Handler{Store: st, Targets: targets(
 		Target{Namespace: "default", Name: "harbour-bakery", Site: "http://127.0.0.1:8090", Phase: "Succeeded", Ready: "True", Reason: "Crawled", LastCrawl: t0, NextCrawl: t2},
 		Target{Namespace: "default", Name: "mill", Site: "https://mill.example:443", Phase: "Running", Ready: "True", Reason: "Crawled", LastCrawl: t0, NextCrawl: t1},
@@ -92,7 +93,8 @@ func TestInBrowser(t *testing.T) {
 		t.Errorf("the form went to %s", loc)
 	}
 	// Each result links to its original URL, in the index's order with at
-	// most two of a site.
+	// most two of a host ahead of another host's results. Three of the
+	// bakery and two of the mill fit one page: all five are on it.
 	ranked, err := st.Search(context.Background(), "sourdough", store.MaxLimit)
 	if err != nil {
 		t.Fatal(err)
@@ -102,11 +104,23 @@ func TestInBrowser(t *testing.T) {
 		want = append(want, r.URL)
 	}
 	got := hrefs(".result-title a")
-	if !slices.Equal(got, want) || len(got) < 3 {
+	if !slices.Equal(got, want) || len(got) != 5 {
 		t.Errorf("result links %q, want the original URLs %q", got, want)
 	}
-	if n := strings.Count(strings.Join(got, " "), "http://127.0.0.1:8090/"); n != PerSite {
-		t.Errorf("%d results of the bakery on page 1, want %d (host crowding)", n, PerSite)
+	wholeOnOnePage(t, ctx, len(ranked))
+	// Under each title, the page's own URL, shortened for reading; never
+	// the site's address alone for a page below the root.
+	for i, href := range got {
+		shown := text(fmt.Sprintf("ol.results li:nth-child(%d) .url", i+1))
+		if shown != DisplayURL(href) {
+			t.Errorf("result %d (%s) shows %q, want %q", i+1, href, shown, DisplayURL(href))
+		}
+		if shown == "http://127.0.0.1:8090" && href != "http://127.0.0.1:8090/" || shown == "https://mill.example:443" {
+			t.Errorf("result %d (%s) shows its site's address %q", i+1, href, shown)
+		}
+	}
+	if list := text("ol.results"); !strings.Contains(list, "http://127.0.0.1:8090/breads/sourdough-guide.html") || !strings.Contains(list, "mill.example/1.html") {
+		t.Errorf("the results do not show the pages' URLs:\n%s", list)
 	}
 	// The style sheet applies: the CSP's hash matches it in a real browser.
 	if w := computed(t, ctx, "body", "max-width"); w != "832px" {
@@ -119,6 +133,14 @@ func TestInBrowser(t *testing.T) {
 		t.Error("the search page does not say that the index keeps no page text")
 	}
 	shoot("search.png")
+
+	// An answer that only one host gives is shown whole on page 1.
+	run("search espresso", chromedp.Navigate(srv.URL+"/?q=espresso"))
+	run("espresso results", chromedp.WaitVisible(chromedp.CSS("ol.results")))
+	if got := hrefs(".result-title a"); len(got) != 3 || strings.Count(strings.Join(got, " "), "https://roastery.example:443/") != 3 {
+		t.Errorf("espresso: result links %q, want the roastery's three", got)
+	}
+	wholeOnOnePage(t, ctx, 3)
 
 	// A hostile title is text, not markup.
 	run("search alert", chromedp.Navigate(srv.URL+"/?q=alert"))
@@ -181,6 +203,25 @@ func TestInBrowser(t *testing.T) {
 	run("Dutch results", chromedp.WaitVisible(chromedp.CSS("ol.results")))
 	if got := text("header nav"); !strings.Contains(got, dutch.NavSites) {
 		t.Errorf("navigation after the next search is not Dutch: %q", got)
+	}
+}
+
+// wholeOnOnePage checks that the results page shows the whole answer of n
+// results: the count says n, there is no page number and no pager.
+func wholeOnOnePage(t *testing.T, ctx context.Context, n int) {
+	t.Helper()
+	if got := browser.Run(t, ctx, "count", chromedp.Text(chromedp.CSS("#count"))); got != fmt.Sprintf(english.ResultCount, n) {
+		t.Errorf("count %q, want %q", got, fmt.Sprintf(english.ResultCount, n))
+	}
+	if got := len(browser.Run(t, ctx, "results", chromedp.Nodes(chromedp.CSSAll("ol.results li"), chromedp.AtLeast(0)))); got != n {
+		t.Errorf("%d results shown, want all %d", got, n)
+	}
+	if p := browser.Run(t, ctx, "pager", chromedp.Nodes(chromedp.CSSAll(".pager a"), chromedp.AtLeast(0))); len(p) != 0 {
+		t.Errorf("%d pager links for %d results", len(p), n)
+	}
+	pageOf, _, _ := strings.Cut(english.PageOf, "%[2]d")
+	if main := browser.Run(t, ctx, "main", chromedp.Text(chromedp.CSS("main"))); strings.Contains(main, fmt.Sprintf(pageOf, 1)) {
+		t.Errorf("%d results on one page, and the page says %q:\n%s", n, fmt.Sprintf(pageOf, 1), main)
 	}
 }
 

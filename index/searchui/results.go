@@ -2,6 +2,7 @@ package searchui
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/lohisoft/crawl-operator/index/store"
@@ -21,29 +22,54 @@ const (
 	MaxPage = 1000
 )
 
-// Paginate splits ranked results into pages of at most perPage results with
-// at most perSite results of one host on each page. A result its page has
-// no room for, because its host is full there, moves on to the next page
-// in rank order, so nothing is lost and each host's best results come
-// first. Every page but the last holds at least min(perPage, perSite)
-// results. A perPage or perSite below 1 counts as 1.
+// Paginate arranges ranked results on pages of perPage, with host
+// crowding: a page takes results in rank order, at most perSite of a host
+// (by store.Host, so http and https or two ports of a host count as one).
+// Crowding only gives places to other hosts' results: when it would leave
+// places of the page empty while results are left, those go to the hosts
+// that still have results, one more result each in rank order (a third
+// each, then a fourth, ...), until the page is full. So a host gets more
+// than perSite results on a page only when no other host's result is left
+// to take the place; an answer that only one host gives fills its pages
+// as if there were no crowding. Each page is shown in rank order.
+//
+// Every page but the last is full, so the pages number
+// PageCount(len(results), perPage): the count and the page numbers agree
+// with what the pages show. Every result is on exactly one page. A perPage
+// or perSite below 1 counts as 1.
 func Paginate(results []store.Result, perPage, perSite int) [][]store.Result {
 	perPage, perSite = max(perPage, 1), max(perSite, 1)
-	var pages [][]store.Result
-	for rest := results; len(rest) > 0; {
-		var page, later []store.Result
+	hosts := make([]string, len(results))
+	for i, r := range results {
+		hosts[i] = store.Host(r.Site)
+	}
+	placed := make([]bool, len(results))
+	first := 0 // results before it are all placed
+	pages := [][]store.Result{}
+	for left := len(results); left > 0; {
+		var page []int
 		onPage := map[string]int{}
-		for _, r := range rest {
-			host := store.Host(r.Site)
-			if len(page) < perPage && onPage[host] < perSite {
-				page = append(page, r)
-				onPage[host]++
-			} else {
-				later = append(later, r)
+		// Each round past the first places at least one result: what the
+		// round before left is of hosts at its limit.
+		for limit := perSite; len(page) < perPage && left > 0; limit++ {
+			for i := first; i < len(results) && len(page) < perPage; i++ {
+				if !placed[i] && onPage[hosts[i]] < limit {
+					placed[i] = true
+					onPage[hosts[i]]++
+					page = append(page, i)
+					left--
+				}
 			}
 		}
-		pages = append(pages, page)
-		rest = later
+		for first < len(results) && placed[first] {
+			first++
+		}
+		slices.Sort(page)
+		out := make([]store.Result, len(page))
+		for j, i := range page {
+			out[j] = results[i]
+		}
+		pages = append(pages, out)
 	}
 	return pages
 }

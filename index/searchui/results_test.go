@@ -3,6 +3,7 @@ package searchui
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,20 +50,37 @@ func TestPaginate(t *testing.T) {
 	}{
 		{"nothing", nil, 3, 2, [][]string{}},
 		{"fewer than a page", []string{"a/1", "b/1"}, 3, 2, [][]string{{"a/1", "b/1"}}},
-		{"a crowded site moves on, order kept",
+		{"one host's three results: one page", []string{"a/1", "a/2", "a/3"}, 10, 2,
+			[][]string{{"a/1", "a/2", "a/3"}}},
+		{"one host only fills its pages", many, 3, 2,
+			[][]string{{"a/0", "a/1", "a/2"}, {"a/3", "a/4", "a/5"}, {"a/6"}}},
+		{"a host's third waits while another host's result takes the place",
+			[]string{"a/1", "a/2", "a/3", "b/1"}, 3, 2,
+			[][]string{{"a/1", "a/2", "b/1"}, {"a/3"}}},
+		{"a crowded host moves on, order kept",
 			[]string{"a/1", "a/2", "a/3", "b/1", "a/4", "c/1", "c/2"}, 3, 2,
 			[][]string{{"a/1", "a/2", "b/1"}, {"a/3", "a/4", "c/1"}, {"c/2"}}},
-		{"one site only: PerSite a page, nothing lost", many, 10, 2,
-			[][]string{{"a/0", "a/1"}, {"a/2", "a/3"}, {"a/4", "a/5"}, {"a/6"}}},
-		{"page full before the site is",
+		{"room left after crowding goes to the hosts left, in rank order",
+			[]string{"a/1", "a/2", "a/3", "b/1", "a/4", "c/1", "c/2"}, 10, 2,
+			[][]string{{"a/1", "a/2", "a/3", "b/1", "a/4", "c/1", "c/2"}}},
+		{"two hosts, one runs out: the other fills the page",
+			[]string{"a/1", "a/2", "a/3", "a/4", "a/5", "b/1", "b/2", "b/3"}, 4, 2,
+			[][]string{{"a/1", "a/2", "b/1", "b/2"}, {"a/3", "a/4", "a/5", "b/3"}}},
+		{"two hosts with results left get a third each before a fourth",
+			[]string{"a/1", "a/2", "a/3", "a/4", "a/5", "b/1", "b/2", "b/3", "b/4"}, 7, 2,
+			[][]string{{"a/1", "a/2", "a/3", "a/4", "b/1", "b/2", "b/3"}, {"a/5", "b/4"}}},
+		{"a result crowded off a page leads the next",
+			[]string{"a/1", "a/2", "a/3", "b/1", "b/2", "b/3", "c/1", "c/2", "c/3"}, 4, 2,
+			[][]string{{"a/1", "a/2", "b/1", "b/2"}, {"a/3", "b/3", "c/1", "c/2"}, {"c/3"}}},
+		{"page full before the host is",
 			[]string{"a/1", "b/1", "c/1", "d/1", "a/2"}, 2, 2,
 			[][]string{{"a/1", "b/1"}, {"c/1", "d/1"}, {"a/2"}}},
 		{"http and https of a host are one host",
-			[]string{"a/1", "http:a/2", "a/3", "b/1"}, 10, 2,
+			[]string{"a/1", "http:a/2", "a/3", "b/1"}, 3, 2,
 			[][]string{{"a/1", "a/2", "b/1"}, {"a/3"}}},
 		{"the same URL twice is two results",
-			[]string{"a/1", "a/1", "a/1"}, 10, 2,
-			[][]string{{"a/1", "a/1"}, {"a/1"}}},
+			[]string{"a/1", "a/1", "a/1", "b/1"}, 3, 2,
+			[][]string{{"a/1", "a/1", "b/1"}, {"a/1"}}},
 		{"zero limits count as one", []string{"a/1", "a/2", "b/1"}, 0, 0,
 			[][]string{{"a/1"}, {"a/2"}, {"b/1"}}},
 	}
@@ -76,33 +94,71 @@ func TestPaginate(t *testing.T) {
 	}
 }
 
-// The promises of Paginate on a large mixed input: every result exactly
-// once, no page over perPage or perSite of a site, store.MaxLimit results
-// never take more pages than MaxPage.
-func TestPaginateKeepsEveryResult(t *testing.T) {
-	var in []string
-	for i := range store.MaxLimit {
-		in = append(in, fmt.Sprintf("s%d/%d", i%3+(i/50)*i%7, i))
+// The promises of Paginate on large mixed inputs: every result exactly
+// once, each page in rank order, every page but the last full (so the
+// pages number PageCount and agree with the count), and a host has more
+// than perSite results on a page only when every other host with results
+// on later pages has at least one fewer there.
+func TestPaginatePromises(t *testing.T) {
+	inputs := map[string][]string{}
+	for _, hosts := range []int{1, 2, 3, 7, 40} {
+		var in []string
+		for i := range store.MaxLimit {
+			// Hosts of very different sizes, interleaved unevenly.
+			in = append(in, fmt.Sprintf("s%d/%d", (i*i/7+i/(hosts+1))%hosts, i))
+		}
+		inputs[fmt.Sprintf("%d hosts", hosts)] = in
 	}
-	pages := Paginate(results(in...), PerPage, PerSite)
-	seen := 0
-	for i, p := range pages {
-		count := map[string]int{}
-		for _, r := range p {
-			count[store.Host(r.Site)]++
-			if count[store.Host(r.Site)] > PerSite {
-				t.Errorf("page %d has %d results of %s", i+1, count[r.Site], r.Site)
+	for name, in := range inputs {
+		for _, lim := range [][2]int{{PerPage, PerSite}, {3, 1}, {4, 2}, {1, 1}} {
+			perPage, perSite := lim[0], lim[1]
+			rs := results(in...)
+			pages := Paginate(rs, perPage, perSite)
+			where := map[string]int{} // URL → page
+			for p, page := range pages {
+				if len(page) == 0 || len(page) > perPage || p < len(pages)-1 && len(page) != perPage {
+					t.Errorf("%s, %d/%d: page %d of %d has %d results", name, perPage, perSite, p+1, len(pages), len(page))
+				}
+				for i, r := range page {
+					if _, dup := where[r.URL]; dup {
+						t.Errorf("%s: %s twice", name, r.URL)
+					}
+					where[r.URL] = p
+					if i > 0 && slices.Index(in, trim(page[i-1].URL)) > slices.Index(in, trim(r.URL)) {
+						t.Errorf("%s, %d/%d: page %d is not in rank order", name, perPage, perSite, p+1)
+					}
+				}
+			}
+			if len(where) != len(in) || len(pages) != PageCount(len(in), perPage) || len(pages) > MaxPage {
+				t.Errorf("%s, %d/%d: %d results on %d pages, want %d on %d", name, perPage, perSite, len(where), len(pages), len(in), PageCount(len(in), perPage))
+			}
+			for p, page := range pages {
+				count := map[string]int{}
+				for _, r := range page {
+					count[store.Host(r.Site)]++
+				}
+				later := map[string]bool{}
+				for _, q := range pages[p+1:] {
+					for _, r := range q {
+						later[store.Host(r.Site)] = true
+					}
+				}
+				for h, c := range count {
+					if c <= perSite {
+						continue
+					}
+					for g := range later {
+						if g != h && count[g] < c-1 {
+							t.Errorf("%s, %d/%d: page %d has %d of %s but %d of %s, which has results on later pages", name, perPage, perSite, p+1, c, h, count[g], g)
+						}
+					}
+				}
 			}
 		}
-		if len(p) == 0 || len(p) > PerPage {
-			t.Errorf("page %d has %d results", i+1, len(p))
-		}
-		seen += len(p)
-	}
-	if seen != len(in) || len(pages) > MaxPage {
-		t.Errorf("%d results on %d pages, want %d on at most %d", seen, len(pages), len(in), MaxPage)
 	}
 }
+
+func trim(u string) string { return strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://") }
 
 func TestWindow(t *testing.T) {
 	tests := []struct {

@@ -106,7 +106,8 @@ type searchView struct {
 }
 
 type resultView struct {
-	Title, URL, Href, Description, Site string
+	Title, URL, Href, Description string
+	Display                       string // the URL shortened for reading (DisplayURL)
 }
 
 type sitesView struct {
@@ -218,11 +219,12 @@ func (h *Handler) search(ctx context.Context, r *request) (int, string, *view) {
 	if len(pages) > 0 {
 		for _, x := range pages[page-1] {
 			href, _ := LinkURL(x.URL)
+			display := DisplayURL(x.URL)
 			title := x.Title
 			if strings.TrimSpace(title) == "" {
-				title = x.URL
+				title = display
 			}
-			sv.Results = append(sv.Results, resultView{Title: title, URL: x.URL, Href: href, Description: x.Description, Site: x.Site})
+			sv.Results = append(sv.Results, resultView{Title: title, URL: x.URL, Href: href, Description: x.Description, Display: display})
 		}
 	}
 	sv.Prev, sv.Next = r.pager(SearchPath, url.Values{"q": {q}}, page, len(pages))

@@ -115,12 +115,19 @@ func resultLinks(body string) []string {
 	return out
 }
 
-func resultSites(body string) []string {
+// resultURLs lists the URLs shown under the results' titles.
+func resultURLs(body string) []string {
 	var out []string
-	for _, m := range regexp.MustCompile(`<div class="site">([^<]*)</div>`).FindAllStringSubmatch(body, -1) {
+	for _, m := range regexp.MustCompile(`<div class="url" dir="ltr">([^<]*)</div>`).FindAllStringSubmatch(body, -1) {
 		out = append(out, m[1])
 	}
 	return out
+}
+
+// onePage is whether a results page says it shows n results, with no page
+// number and no pager.
+func onePage(body string, n int) bool {
+	return strings.Contains(body, `<span id="count">`+fmt.Sprintf(english.ResultCount, n)+`</span></p>`) && !strings.Contains(body, `class="pager"`)
 }
 
 func TestSearchPage(t *testing.T) {
@@ -136,33 +143,57 @@ func TestSearchPage(t *testing.T) {
 		}
 	}
 
+	// Six matches fit one page: crowding leaves no place empty.
 	r = get(t, h, "/?q=sourdough")
 	checkHTML(t, "/?q=sourdough", r, http.StatusOK)
-	// Six matches; the bakery's are crowded to two a page.
-	links := resultLinks(r.body)
-	if len(links) != 3 {
-		t.Fatalf("page 1 links %q, want 3 (two of the bakery, one of the mill)\n%s", links, r.body)
+	links, shown := resultLinks(r.body), resultURLs(r.body)
+	if len(links) != 6 || len(shown) != 6 {
+		t.Fatalf("page 1 links %q and URLs %q, want all 6 results\n%s", links, shown, r.body)
 	}
-	perSite := map[string]int{}
-	for _, s := range resultSites(r.body) {
-		perSite[s]++
+	// Each result shows its page's URL, not its site's address.
+	wantShown := map[string]string{"http://mill.example:8080/0.html": "http://mill.example:8080/0.html"}
+	for i := range 5 {
+		wantShown[fmt.Sprintf("https://bakery.example:443/%d.html", i)] = fmt.Sprintf("bakery.example/%d.html", i)
 	}
-	if perSite["https://bakery.example:443"] != 2 || perSite["http://mill.example:8080"] != 1 {
-		t.Errorf("sites on page 1: %v", perSite)
-	}
-	for _, l := range links {
-		if !strings.HasPrefix(l, "https://bakery.example:443/") && l != "http://mill.example:8080/0.html" {
-			t.Errorf("result link %q is not an original URL", l)
+	for i, l := range links {
+		if want, ok := wantShown[l]; !ok || shown[i] != want {
+			t.Errorf("result %d links %q and shows %q; want an original URL shown as %q", i+1, l, shown[i], want)
 		}
+		delete(wantShown, l)
 	}
-	if !strings.Contains(r.body, `value="sourdough"`) || !strings.Contains(r.body, fmt.Sprintf(english.ResultCount, 6)) ||
-		!strings.Contains(r.body, fmt.Sprintf(english.PageOf, 1, 3)) || !strings.Contains(r.body, `href="/?page=2&amp;q=sourdough" rel="next"`) {
-		t.Errorf("page 1 lacks the query, the count, the page number or the next link:\n%s", r.body)
+	if !strings.Contains(r.body, `value="sourdough"`) || !onePage(r.body, 6) {
+		t.Errorf("page 1 lacks the query or the count, or has a page number or a next link:\n%s", r.body)
+	}
+	if r := get(t, h, "/?q=sourdough&page=2"); r.status != http.StatusNotFound {
+		t.Errorf("page 2 of 1: %d", r.status)
+	}
+
+	// Three matches that only one host gives: one page, all three.
+	one := &Handler{Store: newStore(t, doc("https://bakery.example:443", "Rye bread", "Rye rolls", "Dark rye"), mill)}
+	r = get(t, one, "/?q=rye")
+	if got := resultLinks(r.body); len(got) != 3 || !onePage(r.body, 3) {
+		t.Errorf("three results of one host: links %q, or no count of 3 on one page:\n%s", got, r.body)
+	}
+
+	// Thirteen matches: the mill's, ranked last, gets a place on page 1
+	// (a host gets a third only when no other host's result is left).
+	var titles []string
+	for i := range 12 {
+		titles = append(titles, fmt.Sprintf("Sourdough %d", i))
+	}
+	crowded := &Handler{Store: newStore(t, doc("https://bakery.example:443", titles...), mill)}
+	r = get(t, crowded, "/?q=sourdough")
+	if links := resultLinks(r.body); len(links) != PerPage || links[len(links)-1] != "http://mill.example:8080/0.html" {
+		t.Errorf("page 1 of 13 results: links %q, want %d ending with the mill's", links, PerPage)
+	}
+	if !strings.Contains(r.body, fmt.Sprintf(english.ResultCount, 13)) || !strings.Contains(r.body, fmt.Sprintf(english.PageOf, 1, 2)) ||
+		!strings.Contains(r.body, `href="/?page=2&amp;q=sourdough" rel="next"`) {
+		t.Errorf("page 1 of 13 results lacks the count, the page number or the next link:\n%s", r.body)
 	}
 	// Every page together holds every result exactly once.
 	seen := map[string]bool{}
-	for page := 1; page <= 3; page++ {
-		r := get(t, h, fmt.Sprintf("/?q=sourdough&page=%d", page))
+	for page := 1; page <= 2; page++ {
+		r := get(t, crowded, fmt.Sprintf("/?q=sourdough&page=%d", page))
 		checkHTML(t, "page", r, http.StatusOK)
 		for _, l := range resultLinks(r.body) {
 			if seen[l] {
@@ -171,8 +202,8 @@ func TestSearchPage(t *testing.T) {
 			seen[l] = true
 		}
 	}
-	if len(seen) != 6 {
-		t.Errorf("the three pages hold %d results, want 6", len(seen))
+	if len(seen) != 13 {
+		t.Errorf("the two pages hold %d results, want 13", len(seen))
 	}
 
 	// A hostile title stays text.

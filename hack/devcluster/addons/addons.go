@@ -13,14 +13,10 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"text/template"
 	"time"
 
@@ -30,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lohisoft/crawl-operator/hack/devcluster/cluster"
+	"github.com/lohisoft/crawl-operator/hack/devcluster/hostproc"
 	"github.com/lohisoft/crawl-operator/internal/yamldoc"
 )
 
@@ -97,8 +94,8 @@ func Up(ctx context.Context, o Options) error {
 			return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}
-	if err := waitHealthy(ctx, "kube-proxy", healthz); err != nil {
-		return fmt.Errorf("%w (log: %s)", err, filepath.Join(o.StateDir, "kube-proxy.log"))
+	if err := hostproc.WaitHealthy(ctx, "kube-proxy", healthz, waitTimeout); err != nil {
+		return fmt.Errorf("%w (log: %s)", err, kubeProxy(o.StateDir).LogFile())
 	}
 	for _, d := range []client.ObjectKey{{Namespace: "kube-system", Name: "coredns"}, {Namespace: "local-path-storage", Name: "local-path-provisioner"}} {
 		if err := waitAvailable(ctx, c, d); err != nil {
@@ -191,13 +188,15 @@ conntrack:
   tcpCloseWaitTimeout: 0s
 `
 
-// startKubeProxy starts kube-proxy in its own session, so that it
-// outlives this command, and returns its health URL.
+// kubeProxy is kube-proxy as a process of the state directory.
+func kubeProxy(stateDir string) hostproc.Proc {
+	return hostproc.Proc{Dir: stateDir, Name: "kube-proxy"}
+}
+
+// startKubeProxy starts kube-proxy, which outlives this command, and
+// returns its health URL.
 func startKubeProxy(o Options) (string, error) {
-	if pid, ok := KubeProxyPID(o.StateDir); ok {
-		return "", fmt.Errorf("kube-proxy already runs here (pid %d): devcluster addons down first", pid)
-	}
-	ports, err := freePorts(2)
+	ports, err := hostproc.FreePorts(2)
 	if err != nil {
 		return "", err
 	}
@@ -213,86 +212,15 @@ func startKubeProxy(o Options) (string, error) {
 	if err := os.WriteFile(cfg, b.Bytes(), 0o600); err != nil {
 		return "", err
 	}
-	logf, err := os.OpenFile(filepath.Join(o.StateDir, "kube-proxy.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	if err := kubeProxy(o.StateDir).Start(nil, o.KubeProxy, "--config="+cfg, "--v=2"); err != nil {
 		return "", err
 	}
-	defer logf.Close()
-	cmd := exec.Command(o.KubeProxy, "--config="+cfg, "--v=2")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("start kube-proxy: %w", err)
-	}
-	if err := writePID(o.StateDir, cmd.Process.Pid); err != nil {
-		_ = cmd.Process.Kill()
-		return "", err
-	}
-	_ = cmd.Process.Release()
 	return fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[0]), nil
 }
 
-func pidFile(stateDir string) string { return filepath.Join(stateDir, "kube-proxy.pid") }
-
-func writePID(stateDir string, pid int) error {
-	return os.WriteFile(pidFile(stateDir), []byte(strconv.Itoa(pid)+"\n"), 0o644)
-}
-
-// KubeProxyPID is the kube-proxy this state directory started, if it
-// still runs: its pid file names a live process whose command line names
-// the directory (a recycled pid belongs to someone else).
-func KubeProxyPID(stateDir string) (int, bool) {
-	b, err := os.ReadFile(pidFile(stateDir))
-	if err != nil {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return 0, false
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !bytes.Contains(cmdline, []byte(stateDir)) || !bytes.Contains(cmdline, []byte("kube-proxy")) {
-		return 0, false
-	}
-	return pid, true
-}
-
-// Down stops kube-proxy (SIGTERM, then SIGKILL after 10 s). Its iptables
-// chains stay: hack/realnode.sh down removes every chain the node added,
-// after its Pods are gone.
-func Down(stateDir string) error {
-	pid, ok := KubeProxyPID(stateDir)
-	if !ok {
-		_ = os.Remove(pidFile(stateDir))
-		return nil
-	}
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := KubeProxyPID(stateDir); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			deadline = time.Now().Add(5 * time.Second)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return os.Remove(pidFile(stateDir))
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
+// Down stops kube-proxy. Its iptables chains stay: hack/realnode.sh down
+// removes every chain the node added, after its Pods are gone.
+func Down(stateDir string) error { return kubeProxy(stateDir).Stop(10 * time.Second) }
 
 func newClient(kubeconfig string) (client.Client, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -303,29 +231,6 @@ func newClient(kubeconfig string) (client.Client, error) {
 }
 
 const waitTimeout = 3 * time.Minute
-
-func waitHealthy(ctx context.Context, what, url string) error {
-	ctx, cancel := context.WithTimeout(ctx, waitTimeout)
-	defer cancel()
-	var last string
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not healthy after %s: %s", what, waitTimeout, last)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
 
 func waitAvailable(ctx context.Context, c client.Client, key client.ObjectKey) error {
 	ctx, cancel := context.WithTimeout(ctx, waitTimeout)

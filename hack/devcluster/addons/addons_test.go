@@ -86,20 +86,3 @@ func TestManifests(t *testing.T) {
 }
 
 func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
-
-func TestKubeProxyPIDIgnoresStrangers(t *testing.T) {
-	dir := t.TempDir()
-	if _, ok := KubeProxyPID(dir); ok {
-		t.Fatal("no pid file, yet a kube-proxy")
-	}
-	// This test's own pid: alive, but not a kube-proxy of dir.
-	if err := writePID(dir, 1); err != nil {
-		t.Fatal(err)
-	}
-	if pid, ok := KubeProxyPID(dir); ok {
-		t.Fatalf("pid 1 taken for this directory's kube-proxy (%d)", pid)
-	}
-	if err := Down(dir); err != nil {
-		t.Fatalf("Down with a stale pid file: %v", err)
-	}
-}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lohisoft/crawl-operator/hack/devcluster/cluster"
+	"github.com/lohisoft/crawl-operator/hack/devcluster/flux"
+	"github.com/lohisoft/crawl-operator/hack/devcluster/hostproc"
+	"github.com/lohisoft/crawl-operator/hack/gitserver"
+)
+
+// fluxCommand runs `devcluster flux up|fleet|down` (make demo-gitops,
+// make dev-cluster-down) and `devcluster git-server` (the fleet's Git
+// server, run by `flux fleet` as a process of the state directory).
+func fluxCommand(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("flux wants up, fleet, commit or down")
+	}
+	fs := flag.NewFlagSet("flux "+args[0], flag.ContinueOnError)
+	var o flux.Options
+	fs.StringVar(&o.Root, "root", ".", "Repository root.")
+	fs.StringVar(&o.BinDir, "bin-dir", "bin/flux", "Flux's controllers (make flux-bin).")
+	fs.StringVar(&o.StateDir, "state-dir", "", "Logs, pid files, artifacts and the Git repositories.")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Admin kubeconfig of the cluster.")
+	site := fs.String("site", "", "fleet: URL of the site the fleet's CrawlTarget crawls.")
+	imageTag := fs.String("image-tag", "dev", "fleet: the manager image's tag (make image, imported into the node).")
+	message := fs.String("m", "", "commit: the commit message.")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if o.StateDir == "" {
+		return fmt.Errorf("flux %s needs --state-dir", args[0])
+	}
+	o.Root, o.BinDir, o.StateDir, o.Kubeconfig = abs(o.Root), abs(o.BinDir), abs(o.StateDir), abs(o.Kubeconfig)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "up":
+		return flux.Up(ctx, o)
+	case "down":
+		return flux.Down(o.StateDir)
+	case "fleet":
+		if *site == "" {
+			return fmt.Errorf("flux fleet needs --site")
+		}
+		return fleet(ctx, o, *site, *imageTag)
+	case "commit":
+		if *message == "" {
+			return fmt.Errorf("flux commit needs -m MESSAGE")
+		}
+		return commit(ctx, o, *message)
+	}
+	return fmt.Errorf("flux %s: want up, fleet, commit or down", args[0])
+}
+
+// fleet serves the fleet and chart repositories from the state directory
+// and applies the bootstrap objects, with one CrawlTarget for site.
+func fleet(ctx context.Context, o flux.Options, site, imageTag string) error {
+	ports, err := hostproc.FreePorts(1)
+	if err != nil {
+		return err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	gitRoot := filepath.Join(o.StateDir, "git")
+	if err := os.RemoveAll(gitRoot); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(gitRoot, 0o755); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	git := hostproc.Proc{Dir: o.StateDir, Name: flux.GitServer}
+	if err := git.Start(nil, self, "git-server", "--root", gitRoot, "--addr", addr); err != nil {
+		return err
+	}
+	if err := waitListening(ctx, addr); err != nil {
+		return fmt.Errorf("git server: %w (log: %s)", err, git.LogFile())
+	}
+	// The repositories are written on disk here; the git-server process
+	// serves whatever is there.
+	local := &gitserver.Server{Root: gitRoot, URL: "http://" + addr}
+	target, err := os.ReadFile(filepath.Join(o.Root, "hack", "demo", "crawltarget.yaml"))
+	if err != nil {
+		return err
+	}
+	target = bytes.Replace(target, []byte("http://127.0.0.1:8090/"), []byte(site), 1)
+	f, err := flux.NewFleet(o.Root, local, filepath.Join(o.StateDir, "work"), map[string]string{"harbour-bakery.yaml": string(target)})
+	if err != nil {
+		return err
+	}
+	values, err := flux.LaptopValues(filepath.Join(o.Root, "hack", "demo", "helm-values.yaml"), imageTag)
+	if err != nil {
+		return err
+	}
+	objs, err := flux.Bootstrap(f.URL, flux.Laptop{Values: values})
+	if err != nil {
+		return err
+	}
+	c, err := newClient(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	for _, u := range objs {
+		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("flux-bootstrap"), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured
+			return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	fmt.Printf("fleet repository %s (working copy %s), chart repository %s/crawl-operator.git\n", f.URL, f.Work, local.URL)
+	fmt.Printf("flux bootstrap's objects, with the laptop's differences as patches:\n%s", flux.Describe(objs))
+	return nil
+}
+
+func waitListening(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return conn.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not listening on %s: %w", addr, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// gitServer serves the bare repositories under --root until a signal.
+func gitServer(args []string) error {
+	fs := flag.NewFlagSet("git-server", flag.ContinueOnError)
+	root := fs.String("root", "", "Directory of bare repositories NAME.git.")
+	addr := fs.String("addr", "127.0.0.1:0", "Address to serve on.")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	s, err := gitserver.Start(*root, *addr)
+	if err != nil {
+		return err
+	}
+	fmt.Println("serving", *root, "at", s.URL)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	return s.Close()
+}
+
+// commit makes the fleet's working copy the next commit and asks Flux to
+// fetch it now, as `flux reconcile source git flux-system` does.
+func commit(ctx context.Context, o flux.Options, message string) error {
+	local := &gitserver.Server{Root: filepath.Join(o.StateDir, "git")}
+	if err := local.Commit("fleet", filepath.Join(o.StateDir, "work", "fleet"), message); err != nil {
+		return err
+	}
+	c, err := newClient(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	return flux.RequestReconcile(ctx, c)
+}
+
+func newClient(kubeconfig string) (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: cluster.Scheme()})
+}

@@ -1,0 +1,161 @@
+// Package hostproc runs the dev cluster's programs that live on the
+// machine rather than in Pods (kube-proxy, Flux's controllers): each is
+// started in its own session so that it outlives the command that started
+// it, and is found again, for stopping, through a pid file in its state
+// directory.
+package hostproc
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// markerEnv is set in every process started here to the process's pid file.
+// A pid file can outlive its process and the pid be reused by a stranger;
+// only a process whose environment names the same pid file is ours.
+const markerEnv = "DEVCLUSTER_PROCESS"
+
+// Proc is one named program of a state directory: its pid file is
+// Dir/Name.pid and its log Dir/Name.log.
+type Proc struct {
+	Dir  string
+	Name string
+}
+
+// PIDFile is where the process's pid is kept.
+func (p Proc) PIDFile() string { return filepath.Join(p.Dir, p.Name+".pid") }
+
+// LogFile receives the process's stdout and stderr.
+func (p Proc) LogFile() string { return filepath.Join(p.Dir, p.Name+".log") }
+
+// Start runs bin with args and the extra environment variables, appending
+// its output to LogFile. It refuses to start a second copy.
+func (p Proc) Start(env []string, bin string, args ...string) error {
+	if pid, ok := p.PID(); ok {
+		return fmt.Errorf("%s already runs here (pid %d): stop it first", p.Name, pid)
+	}
+	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(p.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(append(os.Environ(), env...), markerEnv+"="+p.PIDFile())
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", p.Name, err)
+	}
+	if err := os.WriteFile(p.PIDFile(), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+		return err
+	}
+	// Reap it if it exits while this process still runs, so that PID does
+	// not see a zombie as alive.
+	go func() { _, _ = cmd.Process.Wait() }()
+	return nil
+}
+
+// PID is the running process this Proc started, if any.
+func (p Proc) PID() (int, bool) {
+	b, err := os.ReadFile(p.PIDFile())
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return 0, false
+	}
+	for _, kv := range bytes.Split(environ, []byte{0}) {
+		if string(kv) == markerEnv+"="+p.PIDFile() {
+			return pid, true
+		}
+	}
+	return 0, false
+}
+
+// Stop ends the process (SIGTERM, then SIGKILL after grace) and removes
+// its pid file. A process that is not running is not an error.
+func (p Proc) Stop(grace time.Duration) error {
+	pid, ok := p.PID()
+	if !ok {
+		if err := os.Remove(p.PIDFile()); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		return nil
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	killed := false
+	for {
+		if _, ok := p.PID(); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			if killed {
+				return fmt.Errorf("%s (pid %d) survived SIGKILL", p.Name, pid)
+			}
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			killed, deadline = true, time.Now().Add(5*time.Second)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return os.Remove(p.PIDFile())
+}
+
+// FreePorts returns n loopback ports free at the time of the call, for a
+// process's listeners.
+func FreePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// WaitHealthy polls a process's health URL until it answers 200.
+func WaitHealthy(ctx context.Context, what, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := "no answer"
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not healthy after %s: %s", what, timeout, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package hostproc
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStartFindStop(t *testing.T) {
+	p := Proc{Dir: t.TempDir(), Name: "sleeper"}
+	if err := p.Start([]string{"GREETING=hello"}, "sh", "-c", `echo "$GREETING"; exec sleep 60`); err != nil {
+		t.Fatal(err)
+	}
+	pid, ok := p.PID()
+	if !ok {
+		t.Fatal("the started process is not found through its pid file")
+	}
+	if err := p.Start(nil, "sleep", "60"); err == nil {
+		t.Error("a second copy was started")
+	}
+	if err := p.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.PID(); ok {
+		t.Error("still found after Stop")
+	}
+	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); !strings.Contains(string(b), ") Z") {
+			t.Errorf("pid %d still runs", pid)
+		}
+	}
+	if _, err := os.Stat(p.PIDFile()); !os.IsNotExist(err) {
+		t.Errorf("pid file left: %v", err)
+	}
+	if b, _ := os.ReadFile(p.LogFile()); string(b) != "hello\n" {
+		t.Errorf("log %q, want the process's output", b)
+	}
+}
+
+// A pid file naming a process this package did not start (a recycled pid)
+// must not make Stop kill a stranger.
+func TestPIDIgnoresStrangers(t *testing.T) {
+	p := Proc{Dir: t.TempDir(), Name: "kube-proxy"}
+	if _, ok := p.PID(); ok {
+		t.Fatal("found a process without a pid file")
+	}
+	for _, pid := range []int{1, os.Getpid()} {
+		if err := os.WriteFile(p.PIDFile(), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := p.PID(); ok {
+			t.Errorf("pid %d taken for ours (%d)", pid, got)
+		}
+	}
+	if err := p.Stop(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p.PIDFile()); !os.IsNotExist(err) {
+		t.Errorf("stale pid file left: %v", err)
+	}
+}
+
+// Stop escalates to SIGKILL when the process ignores SIGTERM.
+func TestStopKillsWhatIgnoresTerm(t *testing.T) {
+	p := Proc{Dir: t.TempDir(), Name: "stubborn"}
+	if err := p.Start(nil, "sh", "-c", `trap "" TERM; while :; do sleep 0.1; done`); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := p.Stop(500 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.PID(); ok {
+		t.Error("still running")
+	}
+}

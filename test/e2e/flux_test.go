@@ -1,0 +1,346 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/hack/devcluster/flux"
+	"github.com/lohisoft/crawl-operator/hack/gitserver"
+	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
+)
+
+// The GitOps examples (docs/gitops) as Flux reconciles them: Flux's own
+// controllers against the dev cluster's real node, the examples in a Git
+// repository served here, only the chart repository's URL changed and the
+// laptop's values patched in by the bootstrap Kustomization.
+const sitesNamespace = "sites"
+
+// fluxBinDir is bin/flux (make flux-bin); without it the test cannot run.
+func fluxBinDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(repoRoot, "bin", "flux")
+	for _, c := range flux.Controllers {
+		if _, err := os.Stat(filepath.Join(dir, c)); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("the Flux end-to-end test cannot run: no %s (make flux-bin builds it)", filepath.Join(dir, c))
+			}
+			t.Skipf("no %s (make flux-bin builds it; with CI=true this is a failure)", filepath.Join(dir, c))
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
+func siteTarget(name, siteURL string) string {
+	return fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1alpha1
+kind: CrawlTarget
+metadata:
+  name: %s
+spec:
+  url: %s/
+`, name, siteURL)
+}
+
+// fluxObject reads a Flux object; nil while it does not exist.
+func (c *realNodeCluster) fluxObject(t *testing.T, apiVersion, kind, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	err := c.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// readyOf is an object's Ready condition ("" when it has none yet).
+func readyOf(u *unstructured.Unstructured) (status, reason, message string) {
+	if u == nil {
+		return "", "", "not found"
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" {
+			return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"])
+		}
+	}
+	return "", "", "no Ready condition"
+}
+
+func (c *realNodeCluster) kustomization(t *testing.T, name string) *unstructured.Unstructured {
+	return c.fluxObject(t, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", flux.Namespace, name)
+}
+
+func (c *realNodeCluster) sitesTargets(t *testing.T) map[string]crawlv1.CrawlTarget {
+	t.Helper()
+	var l crawlv1.CrawlTargetList
+	if err := c.client.List(context.Background(), &l, client.InNamespace(sitesNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]crawlv1.CrawlTarget{}
+	for _, ct := range l.Items {
+		out[ct.Name] = ct
+	}
+	return out
+}
+
+// syncNow asks Flux to fetch the fleet now.
+func (c *realNodeCluster) syncNow(t *testing.T) {
+	t.Helper()
+	if err := flux.RequestReconcile(context.Background(), c.client); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFluxOnRealNode(t *testing.T) {
+	bin := fluxBinDir(t)
+	c := startRealNode(t)
+	ctx := context.Background()
+	// 600 ms a page: the first crawls take a few seconds, long enough to
+	// see crawl-sites wait for them.
+	bakery := startSite(t, c.gw, 5, 600*time.Millisecond)
+	florist := startSite(t, c.gw, 3, 0)
+
+	state := t.TempDir()
+	start := time.Now()
+	if err := flux.Up(ctx, flux.Options{Root: repoRoot, BinDir: bin, StateDir: state, Kubeconfig: c.kubeconfig}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := flux.Down(state); err != nil {
+			t.Error(err)
+		}
+		if left := flux.Running(state); len(left) > 0 {
+			t.Errorf("still running after flux.Down: %v", left)
+		}
+		if t.Failed() {
+			for _, name := range flux.Controllers {
+				t.Logf("%s log tail:\n%s", name, tailFile(filepath.Join(state, name+".log"), 4000))
+			}
+		}
+	})
+	t.Logf("Flux controllers and CRDs up in %s", time.Since(start).Round(100*time.Millisecond))
+
+	git, err := gitserver.Start(t.TempDir(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = git.Close() })
+	fleet, err := flux.NewFleet(repoRoot, git, t.TempDir(), map[string]string{
+		"bakery.yaml":  siteTarget("bakery", bakery.url),
+		"florist.yaml": siteTarget("florist", florist.url),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The example's PostgreSQL release, two managers, on the test server:
+	// it listens on loopback only, so Pods reach it through a proxy.
+	dsn, err := url.Parse(pgtest.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn.Host = startTCPProxy(t, c.gw, dsn.Host)
+	values, err := flux.LaptopValues(filepath.Join(repoRoot, "hack", "demo", "helm-values.yaml"), rnImage[strings.LastIndex(rnImage, ":")+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := flux.Bootstrap(fleet.URL, flux.Laptop{Values: values, DSN: dsn.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range boot {
+		if err := c.client.Patch(ctx, u, client.Apply, client.FieldOwner("flux-bootstrap"), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured
+			t.Fatal(err)
+		}
+	}
+
+	if !t.Run("the HelmRelease is Ready, and crawl-sites only once its CrawlTargets are", func(t *testing.T) {
+		var sawWaiting bool
+		testutil.Eventually(t, 8*time.Minute, "crawl-sites Ready", func() error {
+			targets := c.sitesTargets(t)
+			status, reason, msg := readyOf(c.kustomization(t, "crawl-sites"))
+			if status != "True" {
+				if len(targets) > 0 {
+					sawWaiting = true
+				}
+				return fmt.Errorf("crawl-sites Ready=%s %s: %s", status, reason, msg)
+			}
+			for _, name := range []string{"bakery", "florist"} {
+				ct, ok := targets[name]
+				if !ok || !meta.IsStatusConditionTrue(ct.Status.Conditions, crawlv1.ConditionReady) {
+					t.Fatalf("crawl-sites is Ready while CrawlTarget %s is not: %+v", name, ct.Status.Conditions)
+				}
+			}
+			return nil
+		})
+		if !sawWaiting {
+			t.Error("crawl-sites was never seen waiting for its CrawlTargets")
+		}
+		for _, ks := range []string{"flux-system", "crawl-operator"} {
+			if s, r, m := readyOf(c.kustomization(t, ks)); s != "True" {
+				t.Errorf("Kustomization %s Ready=%s %s: %s", ks, s, r, m)
+			}
+		}
+		hr := c.fluxObject(t, "helm.toolkit.fluxcd.io/v2", "HelmRelease", helmNamespace, helmRelease)
+		if s, r, m := readyOf(hr); s != "True" {
+			t.Errorf("HelmRelease Ready=%s %s: %s", s, r, m)
+		}
+		if pods := c.managerPods(t); len(pods) != 2 {
+			t.Errorf("%d manager Pods, want the example's 2", len(pods))
+		}
+		for name, pages := range map[string]int32{"bakery": 5, "florist": 3} {
+			if ct := c.sitesTargets(t)[name]; ct.Status.PagesIndexed != pages {
+				t.Errorf("%s: %d pages indexed, want %d", name, ct.Status.PagesIndexed, pages)
+			}
+		}
+	}) {
+		return
+	}
+	host := strings.TrimPrefix(florist.url, "http://")
+	ip := host[:strings.LastIndex(host, ":")]
+
+	t.Run("a commit that adds an Exclusion purges the domain", func(t *testing.T) {
+		if err := fleet.Write(filepath.Join(flux.SitesPath, "exclusion.yaml"), fmt.Appendf(nil, `apiVersion: crawl.lohisoft.com/v1alpha1
+kind: Exclusion
+metadata:
+  name: bridge-sites
+spec:
+  domain: %s
+  reason: The sites' owner asked not to be crawled.
+`, ip)); err != nil {
+			t.Fatal(err)
+		}
+		if err := fleet.Commit("exclude the bridge's sites"); err != nil {
+			t.Fatal(err)
+		}
+		c.syncNow(t)
+		testutil.Eventually(t, 2*time.Minute, "both targets Excluded, their pages purged", func() error {
+			for name, ct := range c.sitesTargets(t) {
+				if cond := meta.FindStatusCondition(ct.Status.Conditions, crawlv1.ConditionStalled); cond == nil || cond.Reason != "Excluded" {
+					return fmt.Errorf("%s: %+v", name, ct.Status.Conditions)
+				}
+			}
+			var si crawlv1.SiteIndexList
+			if err := c.client.List(ctx, &si, client.InNamespace(sitesNamespace)); err != nil {
+				return err
+			}
+			if len(si.Items) > 0 {
+				return fmt.Errorf("%d SiteIndexes left", len(si.Items))
+			}
+			return nil
+		})
+		base := c.portForward(t, helmRelease+"-index", 8082)
+		if got := searchURLs(t, base, "heading"); len(got) > 0 {
+			t.Errorf("search still finds the excluded sites: %v", got)
+		}
+		// Flux reads the Stalled targets through kstatus.
+		testutil.Eventually(t, time.Minute, "crawl-sites not Ready", func() error {
+			if s, r, m := readyOf(c.kustomization(t, "crawl-sites")); s != "False" {
+				return fmt.Errorf("Ready=%s %s: %s", s, r, m)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a commit that removes a CrawlTarget prunes it", func(t *testing.T) {
+		for _, f := range []string{"florist.yaml", "exclusion.yaml"} {
+			if err := fleet.Remove(filepath.Join(flux.SitesPath, f)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := fleet.Commit("florist leaves; the exclusion is lifted"); err != nil {
+			t.Fatal(err)
+		}
+		c.syncNow(t)
+		testutil.Eventually(t, 3*time.Minute, "florist pruned, bakery crawled again, crawl-sites Ready", func() error {
+			targets := c.sitesTargets(t)
+			if _, ok := targets["florist"]; ok {
+				return fmt.Errorf("florist still there")
+			}
+			var ex crawlv1.ExclusionList
+			if err := c.client.List(ctx, &ex); err != nil {
+				return err
+			}
+			if len(ex.Items) > 0 {
+				return fmt.Errorf("exclusion %s still there", ex.Items[0].Name)
+			}
+			if s, r, m := readyOf(c.kustomization(t, "crawl-sites")); s != "True" {
+				return fmt.Errorf("crawl-sites Ready=%s %s: %s", s, r, m)
+			}
+			if !meta.IsStatusConditionTrue(targets["bakery"].Status.Conditions, crawlv1.ConditionReady) {
+				return fmt.Errorf("bakery not Ready: %+v", targets["bakery"].Status.Conditions)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a commit that changes a chart value upgrades the release", func(t *testing.T) {
+		path := filepath.Join(flux.InfraPath, "flux-helmrelease.yaml")
+		doc, err := os.ReadFile(filepath.Join(fleet.Work, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := []byte("    manager:\n      replicas: 2\n")
+		if bytes.Count(doc, old) != 1 {
+			t.Fatalf("the example's manager values changed; update this test:\n%s", doc)
+		}
+		doc = bytes.Replace(doc, old, []byte("    manager:\n      replicas: 2\n      logLevel: debug\n"), 1)
+		if err := fleet.Write(path, doc); err != nil {
+			t.Fatal(err)
+		}
+		if err := fleet.Commit("manager.logLevel: debug"); err != nil {
+			t.Fatal(err)
+		}
+		c.syncNow(t)
+		testutil.Eventually(t, 5*time.Minute, "the Deployment rolled out with --zap-log-level=debug", func() error {
+			d := &appsv1.Deployment{}
+			if err := c.client.Get(ctx, client.ObjectKey{Namespace: helmNamespace, Name: helmRelease}, d); err != nil {
+				return err
+			}
+			args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " ")
+			if !strings.Contains(args, "--zap-log-level=debug") {
+				return fmt.Errorf("manager args %s", args)
+			}
+			if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != 2 || d.Status.AvailableReplicas != 2 {
+				return fmt.Errorf("rollout: %d updated, %d available", d.Status.UpdatedReplicas, d.Status.AvailableReplicas)
+			}
+			hr := c.fluxObject(t, "helm.toolkit.fluxcd.io/v2", "HelmRelease", helmNamespace, helmRelease)
+			if s, r, m := readyOf(hr); s != "True" || r != "UpgradeSucceeded" {
+				return fmt.Errorf("HelmRelease Ready=%s %s: %s", s, r, m)
+			}
+			return nil
+		})
+		var secrets corev1.SecretList
+		if err := c.client.List(ctx, &secrets, client.InNamespace(helmNamespace), client.MatchingLabels{"owner": "helm", "name": helmRelease}); err != nil {
+			t.Fatal(err)
+		}
+		if len(secrets.Items) < 2 {
+			t.Errorf("%d Helm release revisions, want an upgrade after the install", len(secrets.Items))
+		}
+	})
+}

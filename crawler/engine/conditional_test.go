@@ -362,3 +362,47 @@ func TestNotModifiedWithABody(t *testing.T) {
 		}
 	}
 }
+
+// Validators belong to the URL that sent them. A page recorded under the
+// canonical URL it names keeps none (the canonical URL never sent them);
+// the recrawl, which cannot read the unchanged home page's links, asks for
+// the canonical URL itself, unconditionally.
+func TestValidatorsBelongToTheURLThatSentThem(t *testing.T) {
+	s := testsite.New(t)
+	s.Validated("/", testsite.Page("Home", marker, "/a", "A"), `"home"`, time.Time{})
+	page := `<html><head><title>A</title><link rel="canonical" href="/c"></head><body>` + marker + `</body></html>`
+	s.Validated("/a", page, `"a"`, time.Time{})
+	s.Validated("/c", page, `"c"`, time.Time{})
+	first := crawl(t, testConfig(), s.URL)
+	c, ok := pageByURL(first, s.URL+"/c")
+	if !ok || c.ETag != "" || c.LastModified != "" {
+		t.Fatalf("page recorded under its canonical URL: %+v (found %v); pages %v", c, ok, pageURLs(first))
+	}
+	before := len(s.Requests())
+	cfg := testConfig()
+	cfg.Previous = previousOf(first)
+	again := crawl(t, cfg, s.URL)
+	for _, r := range s.Requests()[before:] {
+		if r.Path != "/" && (r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != "") {
+			t.Errorf("%s sent If-None-Match %q, If-Modified-Since %q", r.Path, r.Header.Get("If-None-Match"), r.Header.Get("If-Modified-Since"))
+		}
+	}
+	if !sameSet(pageURLs(again), pageURLs(first)) {
+		t.Errorf("recrawl pages %v, first crawl %v; skipped %v", pageURLs(again), pageURLs(first), again.Skipped)
+	}
+
+	// Now /c answers 304 before /a is reached (a sitemap lists both): /a,
+	// which names /c canonical, is that unchanged page, not a page of its
+	// own beside it.
+	s.Handle("/sitemap.xml", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>%[1]s/c</loc></url><url><loc>%[1]s/a</loc></url></urlset>`, s.URL)
+	})
+	cfg.Previous = previousOf(again)
+	third := crawl(t, cfg, s.URL)
+	if c, _ := pageByURL(third, s.URL+"/c"); !c.Unchanged || len(third.Pages) != 2 {
+		t.Errorf("third crawl: /c %+v, pages %v, skipped %v", c, pageURLs(third), third.Skipped)
+	}
+	if r := skipReason(third, s.URL+"/a"); r != "duplicate of "+s.URL+"/c (rel=canonical)" {
+		t.Errorf("/a skipped with %q", r)
+	}
+}

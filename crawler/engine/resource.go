@@ -120,6 +120,9 @@ func (c *crawler) record(fetched *url.URL, body []byte, canon *url.URL, p runrep
 		c.skip(fetched.String(), "recorded as "+at+" (rel=canonical)")
 		c.seen[at] = true
 		c.dequeue(canon)
+		// Validators belong to the URL that sent them: sent with a
+		// request for the canonical URL they would be invented.
+		p.ETag, p.LastModified = "", ""
 	}
 	p.URL = at
 	c.pageIndex[at] = len(c.res.Pages)

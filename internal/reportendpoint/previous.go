@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net/http"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/index/store"
 )
@@ -20,7 +22,8 @@ const kindPrevious = "previous"
 // only. The request is authenticated as a report is, by the run's token
 // (the Pod gets no other credential), and refused for the same reasons
 // (wrong token, an ended or superseded run, an excluded or moved site).
-// The answer is at most runreport.MaxPages pages, each validator one the
+// Pages are given only once the target has a complete crawl. The answer is
+// at most runreport.MaxPages pages, each validator one the
 // bot keeps (the store holds no other), so at most
 // runreport.MaxPreviousBytes.
 func (s *Server) previous(w http.ResponseWriter, r *http.Request) {
@@ -47,7 +50,15 @@ func (s *Server) handlePrevious(r *http.Request) (runreport.Previous, error) {
 		return runreport.Previous{}, err
 	}
 	prev := runreport.Previous{Site: owner.String(), Pages: []runreport.KnownPage{}}
-	if s.Index == nil {
+	si := &crawlv1.SiteIndex{}
+	if err := s.reader().Get(ctx, client.ObjectKeyFromObject(ct), si); err != nil && !apierrors.IsNotFound(err) {
+		return prev, err
+	}
+	// Only a complete crawl's pages: during a first crawl (one retried
+	// after progress was written, say) the backend holds a partial run,
+	// which each progress report replaces, so an unchanged page could find
+	// nothing to keep. That crawl is simply unconditional.
+	if s.Index == nil || !si.Status.Complete {
 		return prev, nil
 	}
 	known, err := s.Index.Validators(ctx, client.ObjectKeyFromObject(ct), owner.String())

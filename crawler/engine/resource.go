@@ -89,8 +89,9 @@ func (c *crawler) canonical(u, base *url.URL, linkHeader []string, href string) 
 // when that is not recorded yet (and canon is then not fetched in this
 // crawl); not at all when the page recorded as canon, or one with the same
 // (non-empty) body, has the same stored fields, or canon answered 304 (the
-// page's anchors then count for that one). A canonical page recorded with other fields was named wrongly (a
-// site that names its home page on every page): the page keeps its own URL.
+// page's anchors then count for that one). A canonical page recorded with
+// other fields was named wrongly (a site that names its home page on every
+// page): the page keeps its own URL.
 func (c *crawler) record(fetched *url.URL, body []byte, canon *url.URL, p runreport.Page) {
 	own := key(fetched)
 	at := own

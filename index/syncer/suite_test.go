@@ -94,6 +94,14 @@ func startManager(t *testing.T, st store.Store, withExclusions bool, namespaces 
 	}()
 	m := &manager{syncer: s, stop: func() { cancel(); <-done }}
 	t.Cleanup(m.stop)
+	// Tests call the syncer directly, and its cached reads fail with "the
+	// cache is not started" until the manager has started it (a race lost
+	// on a loaded machine).
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		t.Fatal("the manager's cache did not start within a minute")
+	}
 	return m
 }
 

@@ -127,9 +127,6 @@ func TestFluxOnRealNode(t *testing.T) {
 
 	state := t.TempDir()
 	start := time.Now()
-	if err := flux.Up(ctx, flux.Options{Root: repoRoot, BinDir: bin, StateDir: state, Kubeconfig: c.kubeconfig}); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		if err := flux.Down(state); err != nil {
 			t.Error(err)
@@ -143,6 +140,9 @@ func TestFluxOnRealNode(t *testing.T) {
 			}
 		}
 	})
+	if err := flux.Up(ctx, flux.Options{Root: repoRoot, BinDir: bin, StateDir: state, Kubeconfig: c.kubeconfig}); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("Flux controllers and CRDs up in %s", time.Since(start).Round(100*time.Millisecond))
 
 	git, err := gitserver.Start(t.TempDir(), "127.0.0.1:0")

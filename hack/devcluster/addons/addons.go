@@ -94,8 +94,8 @@ func Up(ctx context.Context, o Options) error {
 			return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}
-	if err := hostproc.WaitHealthy(ctx, "kube-proxy", healthz, waitTimeout); err != nil {
-		return fmt.Errorf("%w (log: %s)", err, kubeProxy(o.StateDir).LogFile())
+	if err := kubeProxy(o.StateDir).WaitHealthy(ctx, healthz, waitTimeout); err != nil {
+		return err
 	}
 	for _, d := range []client.ObjectKey{{Namespace: "kube-system", Name: "coredns"}, {Namespace: "local-path-storage", Name: "local-path-provisioner"}} {
 		if err := waitAvailable(ctx, c, d); err != nil {

@@ -80,6 +80,10 @@ func Up(ctx context.Context, o Options) error {
 		return err
 	}
 	storage := "127.0.0.1:" + strconv.Itoa(ports[0])
+	// source-controller refuses a storage path that does not exist.
+	if err := os.MkdirAll(filepath.Join(o.StateDir, "artifacts"), 0o755); err != nil {
+		return err
+	}
 	var health []string
 	for i, name := range Controllers {
 		metrics, probes := "127.0.0.1:"+strconv.Itoa(ports[1+2*i]), "127.0.0.1:"+strconv.Itoa(ports[2+2*i])
@@ -92,9 +96,9 @@ func Up(ctx context.Context, o Options) error {
 		health = append(health, "http://"+probes+"/readyz")
 	}
 	for i, url := range health {
-		if err := hostproc.WaitHealthy(ctx, Controllers[i], url, 2*time.Minute); err != nil {
+		if err := proc(o.StateDir, Controllers[i]).WaitHealthy(ctx, url, 2*time.Minute); err != nil {
 			_ = Down(o.StateDir)
-			return fmt.Errorf("%w (log: %s)", err, proc(o.StateDir, Controllers[i]).LogFile())
+			return err
 		}
 	}
 	return nil

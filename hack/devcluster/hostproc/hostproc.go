@@ -136,8 +136,9 @@ func FreePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// WaitHealthy polls a process's health URL until it answers 200.
-func WaitHealthy(ctx context.Context, what, url string, timeout time.Duration) error {
+// WaitHealthy polls the process's health URL until it answers 200, and
+// fails at once, with the end of its log, when the process has exited.
+func (p Proc) WaitHealthy(ctx context.Context, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	last := "no answer"
@@ -152,10 +153,24 @@ func WaitHealthy(ctx context.Context, what, url string, timeout time.Duration) e
 		} else {
 			last = err.Error()
 		}
+		if _, ok := p.PID(); !ok {
+			return fmt.Errorf("%s exited; the end of %s:\n%s", p.Name, p.LogFile(), tail(p.LogFile(), 2000))
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not healthy after %s: %s", what, timeout, last)
+			return fmt.Errorf("%s not healthy after %s: %s (log: %s)", p.Name, timeout, last, p.LogFile())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+func tail(path string, n int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if int64(len(b)) > n {
+		b = b[int64(len(b))-n:]
+	}
+	return string(b)
 }

@@ -17,6 +17,13 @@ func TestStartFindStop(t *testing.T) {
 	if !ok {
 		t.Fatal("the started process is not found through its pid file")
 	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(p.LogFile()); string(b) == "hello\n" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("log %q, want the process's output", b)
+		}
+	}
 	if err := p.Start(nil, "sleep", "60"); err == nil {
 		t.Error("a second copy was started")
 	}
@@ -26,16 +33,18 @@ func TestStartFindStop(t *testing.T) {
 	if _, ok := p.PID(); ok {
 		t.Error("still found after Stop")
 	}
-	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
-		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); !strings.Contains(string(b), ") Z") {
-			t.Errorf("pid %d still runs", pid)
+	// Gone, or a zombie until the reaper goroutine collects it.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil || strings.Contains(string(b), ") Z") || strings.Contains(string(b), ") X") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d still runs: %s", pid, b)
 		}
 	}
 	if _, err := os.Stat(p.PIDFile()); !os.IsNotExist(err) {
 		t.Errorf("pid file left: %v", err)
-	}
-	if b, _ := os.ReadFile(p.LogFile()); string(b) != "hello\n" {
-		t.Errorf("log %q, want the process's output", b)
 	}
 }
 
@@ -74,5 +83,22 @@ func TestStopKillsWhatIgnoresTerm(t *testing.T) {
 	}
 	if _, ok := p.PID(); ok {
 		t.Error("still running")
+	}
+}
+
+// A process that exits before it is healthy fails the wait at once, with
+// its last words, instead of after the timeout.
+func TestWaitHealthyNoticesAnExit(t *testing.T) {
+	p := Proc{Dir: t.TempDir(), Name: "quitter"}
+	if err := p.Start(nil, "sh", "-c", "echo invalid dir path; exit 1"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := p.WaitHealthy(t.Context(), "http://127.0.0.1:1/healthz", time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "invalid dir path") {
+		t.Fatalf("err = %v, want the process's exit and log", err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("took %s to notice the exit", time.Since(start))
 	}
 }

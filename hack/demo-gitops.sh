@@ -12,19 +12,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEV=.dev
-KUBECTL=bin/k8s/kubectl
-export KUBECONFIG=$PWD/bin/kubeconfig
-export RN_DIR=${RN_DIR:-$DEV/realnode}
-IMAGE=${RN_IMAGE:-ghcr.io/lohisoft/crawl-operator:dev}
-IMAGE_TAR=${IMAGE_TAR:-bin/crawl-operator-image.tar}
-RELEASE=crawl-operator
-NS=crawl-system
-FORWARD=127.0.0.1:18082
-FLUX_STATE=$DEV/flux
-
 # shellcheck source=hack/demo/lib.sh
 . hack/demo/lib.sh
+
+FLUX_STATE=$DEV/flux
 
 started=$SECONDS
 real_node_with_image

@@ -13,26 +13,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEV=.dev
-KUBECTL=bin/k8s/kubectl
-export KUBECONFIG=$PWD/bin/kubeconfig
-export RN_DIR=${RN_DIR:-$DEV/realnode}
+# shellcheck source=hack/demo/lib.sh
+. hack/demo/lib.sh
+
 REAL_NODE=${REAL_NODE:-}
 [ "$REAL_NODE" = 0 ] && REAL_NODE=""
-IMAGE=${RN_IMAGE:-ghcr.io/lohisoft/crawl-operator:dev}
 INDEX=127.0.0.1:8082
 RESULTS=127.0.0.1:8083
 SITE=127.0.0.1:8090
 
-# shellcheck source=hack/demo/lib.sh
-. hack/demo/lib.sh
 alive() {
 	local pid
 	[ -f "$DEV/$1.pid" ] || return 1
 	pid=$(cat "$DEV/$1.pid")
 	kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "bin/$1"
 }
-
 
 # port_free NAME ADDR: refuse to start NAME when something else holds ADDR.
 port_free() {

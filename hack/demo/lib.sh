@@ -1,6 +1,18 @@
 # Shared by hack/demo.sh (make demo) and hack/demo-helm.sh (make demo-helm):
 # sourced, with KUBECTL set.
 
+# Where the demos keep their state and find their tools; the image and
+# chart release of the real-node demos; the port of their port-forward.
+DEV=.dev
+KUBECTL=bin/k8s/kubectl
+export KUBECONFIG=$PWD/bin/kubeconfig
+export RN_DIR=${RN_DIR:-$DEV/realnode}
+IMAGE=${RN_IMAGE:-ghcr.io/lohisoft/crawl-operator:dev}
+IMAGE_TAR=${IMAGE_TAR:-bin/crawl-operator-image.tar}
+RELEASE=crawl-operator
+NS=crawl-system
+FORWARD=127.0.0.1:18082
+
 step() { printf '\n==> %s\n' "$*"; }
 
 listening() { (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null; }
@@ -29,7 +41,7 @@ sample_target() {
 }
 
 # The real-node demos (make demo-helm, make demo-gitops) share what follows;
-# they set DEV, RN_DIR, IMAGE, IMAGE_TAR, NS and RELEASE.
+# they use the variables above.
 
 # real_node_with_image starts the dev cluster with the real node, imports
 # the image make image builds and serves the sample site on the node's

@@ -7,22 +7,33 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
-	"github.com/lohisoft/crawl-operator/controllers"
 )
 
 // kstatusOf computes the health Flux and Argo CD's kstatus-based checks see
-// for obj as the API server has it now.
+// for obj as the API server has it now, read as they read it: unstructured
+// (a typed read would drop fields at their zero value).
 func kstatusOf(t *testing.T, obj client.Object) status.Status {
 	t.Helper()
-	fresh := obj.DeepCopyObject().(client.Object)
-	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), fresh); err != nil {
+	gvk, err := apiutil.GVKForObject(obj, k8s.Scheme())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return controllers.Kstatus(t, fresh)
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), u); err != nil {
+		t.Fatal(err)
+	}
+	res, err := status.Compute(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Status
 }
 
 func waitKstatus(t *testing.T, obj client.Object, want status.Status) {
@@ -65,4 +76,22 @@ func TestKstatusHealth(t *testing.T) {
 	// An enforced Exclusion is healthy.
 	ex := createExclusion(t, "health", "unrelated-health.example")
 	waitKstatus(t, ex, status.CurrentStatus)
+}
+
+// A CrawlTarget or Exclusion the operator has not written a status to yet
+// is InProgress, not Current (kstatus's verdict for an object with no
+// status at all): otherwise Flux's health check of a Kustomization that
+// has just applied a CrawlTarget, or a kubectl wait, passes before the
+// first crawl. The CRDs default status.observedGeneration to 0, which the
+// API server adds when it reads the object; no operator runs here.
+func TestKstatusBeforeTheOperatorWrites(t *testing.T) {
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "unseen", "https://unseen.example.com/")
+	if got := kstatusOf(t, ct); got != status.InProgressStatus {
+		t.Errorf("a CrawlTarget the operator has not seen: kstatus %s, want InProgress", got)
+	}
+	ex := createExclusion(t, "unseen", "unseen.example")
+	if got := kstatusOf(t, ex); got != status.InProgressStatus {
+		t.Errorf("an Exclusion the operator has not seen: kstatus %s, want InProgress", got)
+	}
 }

@@ -29,10 +29,10 @@ step "The fleet repository on a Git server here, and flux bootstrap's objects"
 bin/devcluster flux fleet --state-dir "$FLUX_STATE" --kubeconfig "$KUBECONFIG" \
 	--site "http://$RN_GW:8090/" --image-tag "${IMAGE##*:}"
 echo "the fleet repository's files:"
-git -C "$FLUX_STATE/work/fleet" ls-files | sed 's/^/  /'
+(cd "$FLUX_STATE/work/fleet" && find . -type f | sort | sed 's|^\./|  |')
 
 step "Waiting until Flux has installed the release and crawl-sites is Ready (its CrawlTarget crawled)"
-ready() { $KUBECTL -n flux-system get kustomization "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null; }
+ready() { $KUBECTL -n flux-system get kustomization "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true; }
 for i in $(seq 1 300); do
 	line=""
 	for k in flux-system crawl-operator crawl-sites; do line="$line $k=$(ready "$k")"; done

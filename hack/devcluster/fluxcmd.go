@@ -75,8 +75,11 @@ func fleet(ctx context.Context, o flux.Options, site, imageTag string) error {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	gitRoot := filepath.Join(o.StateDir, "git")
-	if err := os.RemoveAll(gitRoot); err != nil {
-		return err
+	// A second run starts the repositories again.
+	for _, d := range []string{gitRoot, filepath.Join(o.StateDir, "work")} {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(gitRoot, 0o755); err != nil {
 		return err

@@ -243,11 +243,12 @@ func deepCopy(m map[string]any) map[string]any {
 	return out
 }
 
-// Describe says in a few lines what the bootstrap patches change.
+// Describe writes the objects as YAML documents, as they were applied.
 func Describe(objs []*unstructured.Unstructured) string {
 	var b strings.Builder
 	for _, u := range objs {
-		y, _ := yaml.Marshal(u.Object)
+		y, _ := yaml.Marshal(map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
+			"metadata": map[string]any{"name": u.GetName(), "namespace": u.GetNamespace()}, "spec": u.Object["spec"]})
 		b.WriteString("---\n")
 		b.Write(y)
 	}

@@ -74,7 +74,8 @@ type Exclusion struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ExclusionSpec   `json:"spec"`
+	Spec ExclusionSpec `json:"spec"`
+
 	// Status defaults to observedGeneration 0 when the API server reads
 	// an object the operator has not written yet, so kstatus (Flux's health
 	// checks, kubectl wait) sees it InProgress rather than Current.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,13 +161,11 @@ func Bootstrap(fleetURL string, l Laptop) ([]*unstructured.Unstructured, error) 
 		})
 	}
 	operatorPatches := []any{
-		patch("helm.toolkit.fluxcd.io/v2", "HelmRelease", "crawl-operator", map[string]any{"values": values}),
+		patch("helm.toolkit.fluxcd.io/v2", "HelmRelease", "crawl-operator", map[string]any{"spec": map[string]any{"values": values}}),
 	}
 	if l.DSN != "" {
-		operatorPatches = append(operatorPatches, map[string]any{
-			"target": map[string]any{"kind": "Secret", "name": "crawl-index-dsn"},
-			"patch":  mustYAML(map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "crawl-index-dsn", "namespace": "crawl-system"}, "stringData": map[string]any{"dsn": l.DSN}}),
-		})
+		operatorPatches = append(operatorPatches,
+			patch("v1", "Secret", "crawl-index-dsn", map[string]any{"stringData": map[string]any{"dsn": l.DSN}}))
 	}
 	repo := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "source.toolkit.fluxcd.io/v1",
@@ -188,26 +187,25 @@ func Bootstrap(fleetURL string, l Laptop) ([]*unstructured.Unstructured, error) 
 			"prune":     true,
 			"sourceRef": map[string]any{"kind": "GitRepository", "name": "flux-system"},
 			"patches": []any{
-				patch("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "crawl-operator", map[string]any{"patches": operatorPatches}),
-				patch("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "crawl-sites", map[string]any{
+				patch("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "crawl-operator", map[string]any{"spec": map[string]any{"patches": operatorPatches}}),
+				patch("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "crawl-sites", map[string]any{"spec": map[string]any{
 					"path":      "./" + SitesPath,
 					"sourceRef": map[string]any{"kind": "GitRepository", "name": "flux-system"},
-				}),
+				}}),
 			},
 		},
 	}}
 	return []*unstructured.Unstructured{repo, ks}, nil
 }
 
-// patch is a Kustomization patch merging spec into the named object.
-func patch(apiVersion, kind, name string, spec map[string]any) map[string]any {
+// patch is a Kustomization patch merging fields (spec, stringData, ...)
+// into the named object.
+func patch(apiVersion, kind, name string, fields map[string]any) map[string]any {
+	doc := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}}
+	maps.Copy(doc, fields)
 	return map[string]any{
 		"target": map[string]any{"kind": kind, "name": name},
-		"patch": mustYAML(map[string]any{
-			"apiVersion": apiVersion, "kind": kind,
-			"metadata": map[string]any{"name": name},
-			"spec":     spec,
-		}),
+		"patch":  mustYAML(doc),
 	}
 }
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries (etcd, kube-apiserver, kubectl,
-# kube-scheduler, kube-controller-manager) and the kubelet of the dev
-# cluster's real node into bin/k8s from the Go module proxy. No release download is reachable from our CI machines, so envtest and
-# the local dev cluster use these. A stamp file records the pinned versions:
-# when it matches, nothing is rebuilt. A finished build is also kept in a
-# per-user cache outside the checkout (~/.cache/crawl-operator), so a fresh
-# clone on the same machine (CI) copies it instead of building; a binary
-# missing from both (the kubelet, added later) is built alone. The first
-# build takes ~15 minutes on two cores (the kubelet a few more); later
-# builds are served by the Go build cache.
+# kube-scheduler, kube-controller-manager) and the real node's kubelet and
+# kube-proxy into bin/k8s from the Go module proxy. No release download is
+# reachable from our CI machines, so envtest and the local dev cluster use
+# these. A stamp file records the pinned versions: when it matches, nothing
+# is rebuilt. A finished build is also kept in a per-user cache outside the
+# checkout (~/.cache/crawl-operator), so a fresh clone on the same machine
+# (CI) copies it instead of building; only binaries missing from both are
+# built. The first build takes ~15 minutes on two cores; later builds are
+# served by the Go build cache.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,11 +63,17 @@ if [ ! -x "$out/etcd" ]; then
 	echo "building etcd $etcd_version into $out"
 	(cd "$root/hack/tools/etcd" && go build -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
 fi
+# One go build for all the missing Kubernetes commands: it compiles the
+# packages they share once and links one binary while compiling the next,
+# which a loop of builds cannot.
+pkgs=()
 for cmd in kube-apiserver kubectl kube-scheduler kube-controller-manager kubelet kube-proxy; do
-	[ -x "$out/$cmd" ] && continue
-	echo "building $cmd $kube_version into $out"
-	(cd "$root/hack/tools/kube" && go build -ldflags "$ldflags" -o "$out/$cmd" "k8s.io/kubernetes/cmd/$cmd")
+	[ -x "$out/$cmd" ] || pkgs+=("k8s.io/kubernetes/cmd/$cmd")
 done
+if [ ${#pkgs[@]} -gt 0 ]; then
+	echo "building ${pkgs[*]##*/} $kube_version into $out"
+	(cd "$root/hack/tools/kube" && go build -ldflags "$ldflags" -o "$out/" "${pkgs[@]}")
+fi
 echo "$stamp" > "$out/.versions"
 if mkdir -p "$cache" 2>/dev/null; then
 	if [ "$(cat "$cache/.versions" 2>/dev/null)" != "$stamp" ]; then rm -rf "${cache:?}"/* "$cache/.versions"; fi

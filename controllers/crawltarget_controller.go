@@ -402,13 +402,13 @@ func (r *CrawlTargetReconciler) observeRun(ctx context.Context, s *targetScope) 
 		case done:
 			err = r.recordSuccess(ctx, s, name, s.now, time.Time{})
 		case pod == nil:
-			r.recordFailure(s, s.now, "crawler Pod was deleted before it finished", "")
+			r.recordFailure(s, s.now, causePodDeleted, "crawler Pod was deleted before it finished", "")
 		case crawlerExitCode(pod) == runreport.ExitBadInput:
-			r.recordStall(s, podFinishedAt(pod, s.now), reason{crawlv1.ReasonInvalidInput,
+			r.recordStall(s, podFinishedAt(pod, s.now), causeBadInput, reason{crawlv1.ReasonInvalidInput,
 				fmt.Sprintf("crawl %d: the crawler refused its input (%s); not retried until spec changes or a crawl is requested",
 					st.Runs, podFailure(pod))})
 		default:
-			r.recordFailure(s, podFinishedAt(pod, s.now), "crawler Pod failed: "+podFailure(pod), pod.Name)
+			r.recordFailure(s, podFinishedAt(pod, s.now), podFailureCause(pod), "crawler Pod failed: "+podFailure(pod), pod.Name)
 		}
 		if err != nil {
 			return false, err
@@ -419,7 +419,7 @@ func (r *CrawlTargetReconciler) observeRun(ctx context.Context, s *targetScope) 
 		if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
 			return false, fmt.Errorf("delete stuck crawler Pod: %w", err)
 		}
-		r.recordFailure(s, s.now, fmt.Sprintf("crawler Pod did not finish within %s of its creation (phase %s)", r.stuckAfter(), pod.Status.Phase), pod.Name)
+		r.recordFailure(s, s.now, causeDeadlineExceeded, fmt.Sprintf("crawler Pod did not finish within %s of its creation (phase %s)", r.stuckAfter(), pod.Status.Phase), pod.Name)
 	default:
 		// Pending, Running, or terminating: the run is still in progress.
 		s.active = pod
@@ -486,7 +486,7 @@ func (r *CrawlTargetReconciler) recordSuccess(ctx context.Context, s *targetScop
 		return err
 	}
 	if !done {
-		r.recordFailure(s, finished, "crawler exited without delivering its result", run)
+		r.recordFailure(s, finished, causeNoResult, "crawler exited without delivering its result", run)
 		return nil
 	}
 	idx := s.index
@@ -494,12 +494,12 @@ func (r *CrawlTargetReconciler) recordSuccess(ctx context.Context, s *targetScop
 	st.RetryAfter = idx.Status.RetryAfter
 	pages := idx.Status.Stats.Pages
 	if pages == 0 && idx.Status.Refused != "" {
-		r.recordStall(s, finished, reason{crawlv1.ReasonAddressRefused,
+		r.recordStall(s, finished, causeAddressRefused, reason{crawlv1.ReasonAddressRefused,
 			fmt.Sprintf("crawl %d refused the site: %s; not retried until spec changes or a crawl is requested", st.Runs, idx.Status.Refused)})
 		return nil
 	}
 	if pages == 0 && idx.Status.RetryAfter != nil {
-		r.recordFailure(s, finished, fmt.Sprintf("site asked the bot to back off until %s", idx.Status.RetryAfter.UTC().Format(time.RFC3339)), run)
+		r.recordFailure(s, finished, causeBackedOff, fmt.Sprintf("site asked the bot to back off until %s", idx.Status.RetryAfter.UTC().Format(time.RFC3339)), run)
 		return nil
 	}
 	st.PagesIndexed = pages
@@ -519,7 +519,7 @@ func (r *CrawlTargetReconciler) recordSuccess(ctx context.Context, s *targetScop
 	return nil
 }
 
-func (r *CrawlTargetReconciler) recordFailure(s *targetScope, at time.Time, why, podName string) {
+func (r *CrawlTargetReconciler) recordFailure(s *targetScope, at time.Time, cause, why, podName string) {
 	st := &s.ct.Status
 	st.ConsecutiveFailures++
 	st.LastFailureTime = &metav1.Time{Time: at}
@@ -529,7 +529,7 @@ func (r *CrawlTargetReconciler) recordFailure(s *targetScope, at time.Time, why,
 	s.failure = why
 	runs, failures := st.Runs, st.ConsecutiveFailures
 	s.onCommit(func() {
-		crawlsFinished.WithLabelValues("failed").Inc()
+		countFailure(cause)
 		r.Recorder.Eventf(s.ct, nil, corev1.EventTypeWarning, crawlv1.ReasonCrawlFailed, "Crawl",
 			"crawl %d failed (%d in a row): %s", runs, failures, why)
 	})
@@ -538,13 +538,13 @@ func (r *CrawlTargetReconciler) recordFailure(s *targetScope, at time.Time, why,
 // recordStall records a run that failed on input that cannot change by
 // itself: it counts as a failure, but no retry is scheduled; holdStalled
 // keeps the target Stalled until its spec changes or a crawl is requested.
-func (r *CrawlTargetReconciler) recordStall(s *targetScope, at time.Time, why reason) {
+func (r *CrawlTargetReconciler) recordStall(s *targetScope, at time.Time, cause string, why reason) {
 	st := &s.ct.Status
 	st.ConsecutiveFailures++
 	st.LastFailureTime = &metav1.Time{Time: at}
 	s.stall = why
 	s.onCommit(func() {
-		crawlsFinished.WithLabelValues("failed").Inc()
+		countFailure(cause)
 		r.Recorder.Eventf(s.ct, nil, corev1.EventTypeWarning, why.Reason, "Crawl", "%s", why.Message)
 	})
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -22,6 +23,10 @@ var (
 		Name: "crawl_operator_crawls_finished_total",
 		Help: "Crawls finished, by result (succeeded, failed).",
 	}, []string{"result"})
+	crawlFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "crawl_operator_crawl_failures_total",
+		Help: "Failed crawls, by cause: oom_killed, deadline_exceeded (activeDeadlineSeconds, or the Pod never finished), pod_deleted, no_result (exited without delivering it), bad_input, address_refused, backed_off (the site asked for it), error.",
+	}, []string{"cause"})
 	pagesIndexed = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "crawl_operator_pages_indexed_total",
 		Help: "Pages indexed by successful crawls.",
@@ -46,6 +51,10 @@ var (
 	queueWaitingDesc = prometheus.NewDesc("crawl_operator_queue_waiting",
 		"CrawlTargets due for a crawl and waiting in the crawl queue, by what they wait for: no-egress-node, host-busy, no-free-slot, or older-first (a slot is free and older targets take it first).",
 		[]string{"reason"}, nil)
+	nodesUsableDesc = prometheus.NewDesc("crawl_operator_egress_nodes_usable",
+		"Egress nodes that may take a crawl now (Ready, labelled, and FCrDNS-verified when the check is on).", nil, nil)
+	slotsPerNodeDesc = prometheus.NewDesc("crawl_operator_crawl_slots_per_node",
+		"Crawls one egress node may run at once (--max-crawls-per-node).", nil, nil)
 	queueOldestDesc = prometheus.NewDesc("crawl_operator_queue_oldest_wait_seconds",
 		"How long the first CrawlTarget in the crawl queue has been due; 0 when none waits.", nil, nil)
 )
@@ -72,8 +81,17 @@ func RegisterMetrics(cache client.Reader, elected <-chan struct{}, queue *crawlq
 	state.cache, state.elected, state.queue = cache, elected, queue
 	state.mu.Unlock()
 	registerOnce.Do(func() {
-		metrics.Registry.MustRegister(crawlsStarted, crawlsFinished, pagesIndexed, crawlDuration,
+		metrics.Registry.MustRegister(crawlsStarted, crawlsFinished, crawlFailures, pagesIndexed, crawlDuration,
 			exclusionsEnforced, purgedPages, state)
+		// Every series exists from the start, at 0: a dashboard of a
+		// manager that never crawled shows zeros, not "no data", and
+		// rate() sees the first failure.
+		for _, result := range []string{"succeeded", "failed"} {
+			crawlsFinished.WithLabelValues(result)
+		}
+		for _, cause := range failureCauses {
+			crawlFailures.WithLabelValues(cause)
+		}
 	})
 }
 
@@ -94,6 +112,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- targetsDesc
 	ch <- queueWaitingDesc
 	ch <- queueOldestDesc
+	ch <- nodesUsableDesc
+	ch <- slotsPerNodeDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -146,12 +166,30 @@ func collectQueue(ch chan<- prometheus.Metric, st crawlqueue.Stats, now time.Tim
 	for r, n := range perReason {
 		ch <- prometheus.MustNewConstMetric(queueWaitingDesc, prometheus.GaugeValue, float64(n), r)
 	}
-	for node, n := range st.Running {
+	// Every usable node has its series, 0 when idle, so slot use can be
+	// read per node; a node that lost its egress role still shows its
+	// unfinished crawls.
+	running := maps.Clone(st.Running)
+	if running == nil {
+		running = map[string]int{}
+	}
+	for _, node := range st.Nodes {
+		running[node] += 0
+	}
+	for node, n := range running {
 		ch <- prometheus.MustNewConstMetric(crawlsRunningDesc, prometheus.GaugeValue, float64(n), node)
 	}
+	ch <- prometheus.MustNewConstMetric(nodesUsableDesc, prometheus.GaugeValue, float64(len(st.Nodes)))
+	ch <- prometheus.MustNewConstMetric(slotsPerNodeDesc, prometheus.GaugeValue, float64(st.MaxPerNode))
 	oldest := 0.0
 	if !st.OldestDue.IsZero() {
 		oldest = max(0, now.Sub(st.OldestDue).Seconds())
 	}
 	ch <- prometheus.MustNewConstMetric(queueOldestDesc, prometheus.GaugeValue, oldest)
+}
+
+// countFailure counts one failed crawl and its cause.
+func countFailure(cause string) {
+	crawlsFinished.WithLabelValues("failed").Inc()
+	crawlFailures.WithLabelValues(cause).Inc()
 }

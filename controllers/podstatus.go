@@ -33,6 +33,37 @@ func podStartedAt(pod *corev1.Pod) time.Time {
 	return time.Time{}
 }
 
+// Causes of a failed crawl, as crawl_operator_crawl_failures_total labels
+// them: a fixed set, so the series cannot grow with what Pods report.
+const (
+	causeOOMKilled        = "oom_killed"
+	causeDeadlineExceeded = "deadline_exceeded"
+	causePodDeleted       = "pod_deleted"
+	causeNoResult         = "no_result"
+	causeBadInput         = "bad_input"
+	causeAddressRefused   = "address_refused"
+	causeBackedOff        = "backed_off"
+	causeError            = "error"
+)
+
+var failureCauses = []string{causeOOMKilled, causeDeadlineExceeded, causePodDeleted, causeNoResult,
+	causeBadInput, causeAddressRefused, causeBackedOff, causeError}
+
+// podFailureCause classifies a failed crawler Pod: the kubelet's OOMKilled
+// on the container, its DeadlineExceeded on the Pod (activeDeadlineSeconds),
+// else a plain error.
+func podFailureCause(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.Reason == "OOMKilled" {
+			return causeOOMKilled
+		}
+	}
+	if pod.Status.Reason == "DeadlineExceeded" {
+		return causeDeadlineExceeded
+	}
+	return causeError
+}
+
 // podFailure explains a failed Pod in one line.
 func podFailure(pod *corev1.Pod) string {
 	for _, cs := range pod.Status.ContainerStatuses {

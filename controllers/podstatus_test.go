@@ -4,7 +4,38 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
 )
+
+// The cause a failed crawl is counted under comes from what the kubelet
+// wrote, never from the crawler's own words (its log line could say
+// "OOMKilled" and must not make an alert fire).
+func TestPodFailureCause(t *testing.T) {
+	terminated := func(reason, message string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: "crawler", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: reason, Message: message}}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  corev1.PodStatus
+		want string
+	}{
+		{"container OOMKilled", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{terminated("OOMKilled", "")}}, causeOOMKilled},
+		{"Pod past activeDeadlineSeconds", corev1.PodStatus{Reason: "DeadlineExceeded", Message: "Pod was active on the node longer than the specified deadline"}, causeDeadlineExceeded},
+		{"both: the container's OOM comes first", corev1.PodStatus{Reason: "DeadlineExceeded", ContainerStatuses: []corev1.ContainerStatus{terminated("OOMKilled", "")}}, causeOOMKilled},
+		{"plain error exit", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{terminated("Error", "boom")}}, causeError},
+		{"the crawler's log says OOMKilled", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{terminated("Error", "OOMKilled")}}, causeError},
+		{"Pod reason with another word", corev1.PodStatus{Reason: "Evicted"}, causeError},
+		{"nothing at all", corev1.PodStatus{}, causeError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := podFailureCause(&corev1.Pod{Status: tc.pod}); got != tc.want {
+				t.Errorf("cause = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
 
 // The crawler's words reach conditions and Events from the last line of
 // its log, whichever format it logs in.

@@ -88,12 +88,19 @@ func TestWaitingForAHostStartsWhenTheHostFrees(t *testing.T) {
 	second := createTarget(t, ns, "http", "http://host.wake.example.com/")
 	waitReady(t, second, metav1.ConditionFalse, crawlv1.ReasonWaitingForCapacity)
 	settle()
+	before := testutil.Metrics(t, metrics.Registry)[`crawl_operator_crawl_failures_total{cause="error"}`]
 	setPodPhase(t, pod, corev1.PodFailed, 1)
 	failed := time.Now()
 	waitPod(t, second, 1)
 	if d := time.Since(failed); d > 5*time.Second {
 		t.Errorf("the waiting target started %s after its host freed; it must be woken, not wait for a timer", d)
 	}
+	eventually(t, "the failure counted under its cause", func() error {
+		if n := testutil.Metrics(t, metrics.Registry)[`crawl_operator_crawl_failures_total{cause="error"}`]; n < before+1 {
+			return fmt.Errorf("crawl_failures_total{cause=error} = %v, want at least %v", n, before+1)
+		}
+		return nil
+	})
 }
 
 // The oldest due target goes first, whatever its name, and the queue is
@@ -121,6 +128,16 @@ func TestQueueServesTheOldestDueFirst(t *testing.T) {
 		}
 		if age := m["crawl_operator_queue_oldest_wait_seconds"]; age < 1 {
 			return fmt.Errorf("oldest wait = %v s, want at least the 1 s between the two", age)
+		}
+		if n := m[`crawl_operator_crawls_running{node="egress-order"}`]; n != 1 {
+			return fmt.Errorf("crawls_running{egress-order} = %v, want 1", n)
+		}
+		if n := m["crawl_operator_crawl_slots_per_node"]; n != 1 {
+			return fmt.Errorf("crawl_slots_per_node = %v, want 1", n)
+		}
+		// Other tests' egress nodes share the API server.
+		if n := m["crawl_operator_egress_nodes_usable"]; n < 1 {
+			return fmt.Errorf("egress_nodes_usable = %v, want at least egress-order", n)
 		}
 		return nil
 	})

@@ -202,6 +202,10 @@ type Stats struct {
 	// Running counts unfinished crawls by node, with those handed out and
 	// not yet in the cache.
 	Running map[string]int
+	// Nodes are the egress nodes that may take crawls now, each with
+	// MaxPerNode slots.
+	Nodes      []string
+	MaxPerNode int
 }
 
 // Stats returns what the queue holds now.
@@ -209,7 +213,10 @@ func (q *Queue) Stats() Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	load := q.loadLocked()
-	s := Stats{Waiting: map[Wait]int{}, Running: load.PerNode}
+	s := Stats{Waiting: map[Wait]int{}, Running: load.PerNode, MaxPerNode: q.maxPerNode}
+	for _, n := range q.nodes {
+		s.Nodes = append(s.Nodes, n.Name)
+	}
 	for _, w := range q.waiting {
 		d := Why(*w, load, q.nodes, q.maxPerNode)
 		s.Waiting[d.Wait]++

@@ -30,7 +30,15 @@ var (
 )
 
 // Collectors are the package's metrics, for the manager's registry.
-func Collectors() []prometheus.Collector { return []prometheus.Collector{requests, latency} }
+// Each endpoint's latency and its 200s exist from the start, at 0, so a
+// dashboard of an index nobody has searched yet shows zeros.
+func Collectors() []prometheus.Collector {
+	for _, e := range []string{endpointSearch, endpointSites, endpointPages} {
+		latency.WithLabelValues(e)
+		requests.WithLabelValues(e, strconv.Itoa(http.StatusOK))
+	}
+	return []prometheus.Collector{requests, latency}
+}
 
 // statusRecorder remembers the status code a handler wrote.
 type statusRecorder struct {

@@ -73,3 +73,19 @@ func TestRequestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// A dashboard of an index nobody has searched yet finds its series: each
+// endpoint's 200s and latency exist from the start.
+func TestSeriesExistBeforeTheFirstRequest(t *testing.T) {
+	got := counts(t)
+	for _, endpoint := range []string{"search", "sites", "pages"} {
+		for _, series := range []string{
+			`crawl_operator_search_requests_total{code="200",endpoint="` + endpoint + `"}`,
+			`crawl_operator_search_request_duration_seconds{endpoint="` + endpoint + `"}`,
+		} {
+			if _, ok := got[series]; !ok {
+				t.Errorf("%s is missing before any request", series)
+			}
+		}
+	}
+}

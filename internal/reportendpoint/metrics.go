@@ -40,7 +40,17 @@ var registerOnce sync.Once
 // registry, which the manager serves; once per process, however many
 // managers a test starts.
 func RegisterMetrics() {
-	registerOnce.Do(func() { metrics.Registry.MustRegister(reports, tokenRejections) })
+	registerOnce.Do(func() {
+		metrics.Registry.MustRegister(reports, tokenRejections)
+		// The series alerts and dashboards read exist from the start, at
+		// 0, so rate() counts their first increment.
+		for _, kind := range []string{kindProgress, kindFinal} {
+			reports.WithLabelValues(kind, "accepted")
+		}
+		for _, reason := range []string{reasonMissingToken, reasonWrongToken, reasonRateLimited} {
+			tokenRejections.WithLabelValues(reason)
+		}
+	})
 }
 
 func accepted(kind string) { reports.WithLabelValues(kind, "accepted").Inc() }

@@ -80,7 +80,7 @@ helm-bin: ## Build the helm CLI at hack/tools/helm's pinned version into bin/hel
 ##@ Test
 
 .PHONY: test
-test: k8s-bin helm-bin flux-bin manifests generate vet build ## Run every test: unit, envtest and end-to-end, the NetworkPolicy evaluator (test/netpol), then each fuzz target briefly.
+test: k8s-bin helm-bin flux-bin promtool-bin manifests generate vet build ## Run every test: unit, envtest and end-to-end, the NetworkPolicy evaluator (test/netpol), then each fuzz target briefly.
 	go test -timeout 30m $(GO_TEST_FLAGS) ./...
 # test/netpol is a module of its own (cyclonus pins older Kubernetes
 # libraries), which ./... does not reach; test/chart fails first when the
@@ -120,25 +120,13 @@ REAL_NODE ?=
 demo: k8s-bin build ## Run the whole job locally: cluster, manager, sample site, a crawl, a search (REAL_NODE=1: in real containers).
 	REAL_NODE=$(REAL_NODE) RN_IMAGE=$(IMG) hack/demo.sh
 
-# bin/flux is current when it was built from hack/tools/flux's go.mod and
-# go.sum as they are now (the versions and the replaces).
-FLUX_KEY   := $(shell cat hack/tools/flux/go.mod hack/tools/flux/go.sum | sha256sum | cut -c1-16)
-FLUX_CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/crawl-operator/flux-$(FLUX_KEY)
-
 .PHONY: flux-bin
 flux-bin: ## Build Flux's source-, kustomize- and helm-controller (Flux v2.9.5, pinned in hack/tools/flux) into bin/flux (skipped when current; cached in ~/.cache/crawl-operator).
-	@if [ "$$(cat $(BIN)/flux/.key 2>/dev/null)" = "$(FLUX_KEY)" ]; then \
-		echo "bin/flux is up to date"; \
-	elif [ "$$(cat "$(FLUX_CACHE)/.key" 2>/dev/null)" = "$(FLUX_KEY)" ]; then \
-		rm -rf $(BIN)/flux && mkdir -p $(BIN) && cp -a "$(FLUX_CACHE)" $(BIN)/flux && echo "copied Flux's controllers from $(FLUX_CACHE)"; \
-	else \
-		echo "building Flux's controllers into $(BIN)/flux (one go build: they share their libraries)"; \
-		rm -rf $(BIN)/flux && mkdir -p $(BIN)/flux && \
-		(cd hack/tools/flux && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -ldflags "-s -w" -o $(BIN)/flux/ \
-			github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller github.com/fluxcd/helm-controller) && \
-		echo "$(FLUX_KEY)" > $(BIN)/flux/.key && \
-		{ rm -rf "$(FLUX_CACHE)" && mkdir -p "$$(dirname "$(FLUX_CACHE)")" && cp -a $(BIN)/flux "$(FLUX_CACHE)" || true; }; \
-	fi
+	hack/tool-bin.sh flux flux github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller github.com/fluxcd/helm-controller
+
+.PHONY: promtool-bin
+promtool-bin: ## Build promtool and promqlrefs (Prometheus v0.316.0, pinned in hack/tools/promtool) into bin/promtool (skipped when current; cached in ~/.cache/crawl-operator).
+	hack/tool-bin.sh promtool promtool github.com/prometheus/prometheus/cmd/promtool ./promqlrefs
 
 .PHONY: demo-helm
 demo-helm: k8s-bin helm-bin build ## The chart as users install it, on a real node (root): helm install, a CrawlTarget Ready, a search through the index Service.

@@ -20,11 +20,11 @@ import (
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 )
 
-// apiServer starts envtest with the CRDs (and a ServiceMonitor stand-in)
+// apiServer starts envtest with the CRDs (and Prometheus Operator stand-ins)
 // and namespaces that enforce the restricted Pod Security level.
 func apiServer(t *testing.T) (client.Client, *testenv.Warnings) {
 	t.Helper()
-	c, w := testenv.StartServer(t, repoRoot, filepath.Join("testdata", "servicemonitor-crd.yaml"))
+	c, w := testenv.StartServer(t, repoRoot, filepath.Join("testdata", "monitoring-crds.yaml"))
 	for _, ns := range []string{releaseNamespace, "sites"} {
 		if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name:   ns,

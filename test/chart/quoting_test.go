@@ -225,6 +225,16 @@ func sinks() []sink {
 			at: []locator{{"scrape interval", field("ServiceMonitor", "spec", "endpoints", 0, "interval"), str}}},
 		{path: "serviceMonitor.labels", base: "sqlite", value: labels, at: []locator{
 			{"ServiceMonitor labels", labelsWithKeys("ServiceMonitor", "example.com/tier", "true", "1e3"), labels}}},
+		{path: "prometheusRule.labels", base: "sqlite", value: labels, at: []locator{
+			{"PrometheusRule labels", labelsWithKeys("PrometheusRule", "example.com/tier", "true", "1e3"), labels}}},
+		{path: "prometheusRule.runbookBaseURL", base: "postgres",
+			cands: []string{"https://wiki.example/o'brien", `https://wiki.example/"q"`, "https://wiki.example/{{.Values}}", "http://a:b@wiki.example/%41"},
+			at: []locator{{"the first alert's runbook_url", field("PrometheusRule", "spec", "groups", 0, "rules", 0, "annotations", "runbook_url"),
+				func(c string) any { return c + "#crawloperatormanagerabsent" }}}},
+		{path: "dashboards.labels", base: "sqlite", value: labels, at: []locator{
+			{"dashboard ConfigMap labels", labelsWithKeys("ConfigMap", "example.com/tier", "true", "1e3"), labels}}},
+		{path: "dashboards.annotations", base: "postgres", value: stringMap, at: []locator{
+			{"dashboard ConfigMap annotations", field("ConfigMap", "metadata", "annotations"), stringMap}}},
 		{path: "watchNamespaces", base: "postgres", cands: dnsNames,
 			value: func(c string) any { return []any{c, "sites"} },
 			at: []locator{
@@ -287,6 +297,8 @@ func baseValues(base string) map[string]any {
 	vals := map[string]any{
 		"ingress":        map[string]any{"enabled": true, "tlsSecretName": "tls"},
 		"serviceMonitor": map[string]any{"enabled": true},
+		"prometheusRule": map[string]any{"enabled": true},
+		"dashboards":     map[string]any{"enabled": true},
 	}
 	if base == "postgres" {
 		vals["storage"] = map[string]any{"type": "postgres", "postgres": map[string]any{"existingSecret": "pg"}}

@@ -41,6 +41,8 @@ func allFeatures() map[string]any {
 		"storage":         map[string]any{"type": "postgres", "postgres": map[string]any{"existingSecret": "pg-dsn"}},
 		"ingress":         map[string]any{"enabled": true, "className": "nginx", "tlsSecretName": "lohisoft-tls"},
 		"serviceMonitor":  map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
+		"prometheusRule":  map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
+		"dashboards":      map[string]any{"enabled": true},
 		"networkPolicy":   map[string]any{"crawlerNamespaces": []any{"default", "sites"}},
 		"watchNamespaces": []any{"default", "sites"},
 		"egress":          map[string]any{"nodeLabel": "pool=egress", "nodeTaint": "dedicated=crawler:NoExecute"},

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -30,6 +31,16 @@ func main() {
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	limit, err := o.Manager.GoMemLimit(os.Getenv("GOMEMLIMIT"), os.Getenv(operator.MemoryLimitEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		os.Exit(2)
+	}
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+		ctrl.Log.Info("Go memory limit set", "bytes", limit, "ratio", o.Manager.MemoryLimitRatio, "containerLimit", os.Getenv(operator.MemoryLimitEnv))
+	}
 
 	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)

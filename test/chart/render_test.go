@@ -724,3 +724,37 @@ func TestUninstallCleanupHook(t *testing.T) {
 		})
 	}
 }
+
+// The Go runtime learns the container's memory limit: the downward API
+// passes limits.memory of the manager container, and the ratio from the
+// values reaches the manager's options.
+func TestManagerGetsItsMemoryLimit(t *testing.T) {
+	for _, ratio := range []float64{0.9, 0.75, 1} {
+		dep := find(mustRender(t, map[string]any{"manager": map[string]any{"memoryLimitRatio": ratio}}), "Deployment", "")
+		c := managerContainer(t, dep)
+		env, _, _ := unstructured.NestedSlice(c, "env")
+		found := false
+		for _, e := range env {
+			e := e.(map[string]any)
+			if e["name"] != operator.MemoryLimitEnv {
+				continue
+			}
+			found = true
+			ref, _, _ := unstructured.NestedStringMap(e, "valueFrom", "resourceFieldRef")
+			if ref["containerName"] != c["name"] || ref["resource"] != "limits.memory" || ref["divisor"] != "" {
+				t.Errorf("%s comes from %v, want limits.memory of container %v in bytes", operator.MemoryLimitEnv, ref, c["name"])
+			}
+		}
+		if !found {
+			t.Errorf("no %s in the manager's env", operator.MemoryLimitEnv)
+		}
+		if got := managerOptions(t, dep).Manager.MemoryLimitRatio; got != ratio {
+			t.Errorf("memoryLimitRatio=%v reaches the manager as %v", ratio, got)
+		}
+	}
+	for _, bad := range []any{0, 1.5, -0.5, "0.9"} {
+		if _, err := render(t, map[string]any{"manager": map[string]any{"memoryLimitRatio": bad}}); err == nil {
+			t.Errorf("memoryLimitRatio=%v rendered; the schema must refuse it", bad)
+		}
+	}
+}

@@ -267,6 +267,14 @@ func TestHelmOnRealNode(t *testing.T) {
 			}
 			return nil
 		})
+		// The downward API gave the manager its container's memory limit,
+		// and the Go runtime got the chart's fraction of it.
+		limit := firstManager.Spec.Containers[0].Resources.Limits.Memory().Value()
+		want := fmt.Sprintf(`"bytes":%d`, int64(float64(limit)*0.9))
+		out, err := exec.Command(c.kubectl, "--kubeconfig", c.kubeconfig, "-n", helmNamespace, "logs", firstManager.Name).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), `"msg":"Go memory limit set"`) || !strings.Contains(string(out), want) {
+			t.Errorf("the manager's log does not say it set Go's memory limit to 0.9 of %d bytes (%s; %v):\n%s", limit, want, err, firstLines(string(out), 5))
+		}
 	}) {
 		return
 	}
@@ -460,4 +468,10 @@ func startTCPProxy(t *testing.T, ip, target string) string {
 		}
 	}()
 	return l.Addr().String()
+}
+
+// firstLines is the first n lines of s, for messages.
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	return strings.Join(lines[:min(n, len(lines))], "\n")
 }

@@ -35,3 +35,22 @@ func FreeAddr(t testing.TB) string {
 	defer l.Close()
 	return l.Addr().String()
 }
+
+// BuiltTool is the absolute path of a tool a make target builds into the
+// repository at root (bin/helm, bin/promtool/promtool): without it the test
+// is skipped, saying which target builds it, or fails under CI=true, where
+// make test has built it first.
+func BuiltTool(t testing.TB, root, rel, makeTarget string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("cannot run: no %s (make %s builds it)", p, makeTarget)
+		}
+		t.Skipf("no %s (make %s builds it; with CI=true this is a failure)", p, makeTarget)
+	}
+	return p
+}

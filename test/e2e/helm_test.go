@@ -43,17 +43,7 @@ const (
 // helmBinary is bin/helm (make helm-bin); without it the test cannot run.
 func helmBinary(t *testing.T) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join(repoRoot, "bin", "helm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the Helm end-to-end test cannot run: no %s (make helm-bin builds it)", p)
-		}
-		t.Skipf("no %s (make helm-bin builds it; with CI=true this is a failure)", p)
-	}
-	return p
+	return testutil.BuiltTool(t, repoRoot, filepath.Join("bin", "helm"), "helm-bin")
 }
 
 func (c *realNodeCluster) helm(t *testing.T, helm string, args ...string) string {

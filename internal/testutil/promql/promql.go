@@ -9,13 +9,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
 // Expr is one expression and where it comes from ("alert X", "panel Y").
@@ -42,20 +43,9 @@ type Alert struct {
 }
 
 // Tool is bin/promtool/NAME of the repository at root (make promtool-bin).
-// Without it the test is skipped, or fails under CI=true.
 func Tool(t testing.TB, root, name string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join(root, "bin", "promtool", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no %s: make promtool-bin builds it", p)
-		}
-		t.Skipf("no %s (make promtool-bin builds it; with CI=true this is a failure)", p)
-	}
-	return p
+	return testutil.BuiltTool(t, root, filepath.Join("bin", "promtool", name), "promtool-bin")
 }
 
 // Groups returns spec.groups of the one PrometheusRule among objs.

@@ -54,19 +54,30 @@ func TestAlertsAndDashboardNameOnlyExportedMetrics(t *testing.T) {
 	testutil.CreateEgressNode(t, k8s, "egress-monitoring", "79.139.58.98")
 	r := startReplica(t, "monitoring", "--leader-elect=true", "--leader-election-namespace="+testenv.ManagerNamespace,
 		"--metrics-secure=false", "--require-egress-fcrdns=true", "--egress-dns-server="+dns.Addr)
-	var exported map[string][]string
-	testutil.Eventually(t, time.Minute, "the manager leads and exports its fleet gauges", func() error {
-		var err error
-		if exported, err = scrapeFamilies("http://" + r.metricsAddr + "/metrics"); err != nil {
+	url := "http://" + r.metricsAddr + "/metrics"
+	testutil.Eventually(t, time.Minute, "the manager leads and its egress node passed FCrDNS", func() error {
+		m, err := testutil.Scrape(url)
+		if err != nil {
 			return err
 		}
-		for _, name := range []string{"leader_election_master_status", "crawl_operator_egress_nodes_usable", "crawl_operator_egress_fcrdns_verified"} {
-			if _, ok := exported[name]; !ok {
-				return fmt.Errorf("no %s yet", name)
+		for _, series := range []string{
+			`leader_election_master_status{name="crawl-operator.crawl.lohisoft.com"}`,
+			`crawl_operator_egress_fcrdns_verified{node="egress-monitoring"}`,
+			`crawl_operator_crawls_running{node="egress-monitoring"}`,
+		} {
+			if _, ok := m[series]; !ok {
+				return fmt.Errorf("no %s yet", series)
 			}
+		}
+		if m[`leader_election_master_status{name="crawl-operator.crawl.lohisoft.com"}`] != 1 {
+			return fmt.Errorf("not leading yet")
 		}
 		return nil
 	})
+	exported, err := scrapeFamilies(url)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	for i, ref := range refs {
 		e := exprs[i]

@@ -35,7 +35,7 @@ func TestAlertsWithPromtool(t *testing.T) {
 	// which must name the affected object; the description's template is
 	// checked above and the runbook by TestEveryAlertHasARunbook.
 	for _, g := range groups {
-		rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+		rules, _ := g.(map[string]any)["rules"].([]any)
 		for _, r := range rules {
 			ann := r.(map[string]any)["annotations"].(map[string]any)
 			for k := range ann {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -404,6 +405,17 @@ func TestHelmOnRealNode(t *testing.T) {
 			}
 			return fmt.Errorf("lease held by %q, none of the two", l)
 		})
+		// The leader's log to its end: how it stopped (each stage of the
+		// manager's shutdown, the Lease's release) is logged below, the
+		// evidence for a takeover that waited for the Lease to expire.
+		var leaderLog bytes.Buffer
+		follow := exec.Command(c.kubectl, "--kubeconfig", c.kubeconfig, "-n", helmNamespace, "logs", "-f", "--tail=0", leader)
+		follow.Stdout, follow.Stderr = &leaderLog, &leaderLog
+		if err := follow.Start(); err != nil {
+			t.Fatal(err)
+		}
+		followed := make(chan error, 1)
+		go func() { followed <- follow.Wait() }()
 		start := time.Now()
 		c.mustKubectl(t, "", "-n", helmNamespace, "delete", "pod", leader, "--wait=false")
 		// The target is 30 s (the Lease's 15 s duration and a retry); the
@@ -428,6 +440,20 @@ func TestHelmOnRealNode(t *testing.T) {
 		c.mustKubectl(t, "", "annotate", "-n", rnNamespace, "crawltarget/bakery",
 			crawlpod.AnnotationRequestedAt+"="+time.Now().UTC().Format(time.RFC3339), "--overwrite")
 		c.waitCrawled(t, "bakery", run, 6, 2*time.Minute)
+		select {
+		case <-followed:
+		case <-time.After(time.Second):
+			_ = follow.Process.Kill()
+			<-followed
+		}
+		var stopping []string
+		for _, line := range strings.Split(leaderLog.String(), "\n") {
+			if strings.Contains(line, "Stopping") || strings.Contains(line, "Wait completed") || strings.Contains(line, "lease") ||
+				strings.Contains(line, "leader") || strings.Contains(line, `"level":"error"`) {
+				stopping = append(stopping, line)
+			}
+		}
+		t.Logf("how the deleted leader %s stopped:\n%s", leader, strings.Join(stopping, "\n"))
 	})
 }
 

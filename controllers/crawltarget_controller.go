@@ -871,7 +871,7 @@ func (r *CrawlTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Queue == nil {
 		r.Queue = crawlqueue.New(r.MaxCrawlsPerNode)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&crawlv1.CrawlTarget{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// The reconciler creates its Pods and SiteIndexes itself, so their
@@ -887,8 +887,13 @@ func (r *CrawlTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// waiters are woken when a Pod frees a slot or a node changes.
 		Watches(&corev1.Pod{}, r.podsToQueue()).
 		Watches(&corev1.Node{}, r.nodesToQueue()).
-		WatchesRawSource(source.Func(r.queueWakeups)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WatchesRawSource(source.Func(r.queueWakeups))
+	if r.Egress.Changes != nil {
+		// A node that passes its FCrDNS self-check changes no Node
+		// object: the checker says so.
+		b = b.WatchesRawSource(source.Channel(r.Egress.Changes, r.nodesToQueue()))
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Named("crawltarget").
 		Complete(r)
 }
@@ -923,7 +928,7 @@ func (r *CrawlTargetReconciler) podsToQueue() handler.EventHandler {
 }
 
 // nodesToQueue tells the crawl queue which egress nodes may take crawls
-// whenever an egress Node changes.
+// whenever an egress Node changes, or its FCrDNS self-check result.
 func (r *CrawlTargetReconciler) nodesToQueue() handler.EventHandler {
 	update := func(ctx context.Context) {
 		nodes, err := r.usableNodes(ctx)
@@ -941,6 +946,9 @@ func (r *CrawlTargetReconciler) nodesToQueue() handler.EventHandler {
 			update(ctx)
 		},
 		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			update(ctx)
+		},
+		GenericFunc: func(ctx context.Context, _ event.GenericEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			update(ctx)
 		},
 	}

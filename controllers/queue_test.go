@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
@@ -282,5 +283,30 @@ func TestWaitingForANodeStartsWhenOneJoins(t *testing.T) {
 	}
 	if pod.Annotations[crawlpod.AnnotationEgressNode] != "egress-join" {
 		t.Errorf("pod on %q, want egress-join", pod.Annotations[crawlpod.AnnotationEgressNode])
+	}
+}
+
+// A node that passes its FCrDNS self-check takes the crawl waiting for it
+// at once. Passing changes no Node object, so without the checker's news
+// the crawl would wait for the crawl queue's resync (30 s): after every
+// manager start, with the chart's --require-egress-fcrdns.
+func TestNodeVerifiedAfterStartTakesTheWaitingCrawl(t *testing.T) {
+	createEgressNode(t, "egress-verified-late", "79.139.58.77")
+	ns := newNamespace(t)
+	target := createTarget(t, ns, "waits-for-fcrdns", "https://fcrdns.wake.example.com/")
+	started := time.Now()
+	startOperator(t, operatorOptions{requireFCrDNS: true, namespaces: []string{ns}, zone: dnstest.Zone{
+		PTR: map[string][]string{"79.139.58.77": {"crawler77.bot.lohisoft.com"}},
+		A:   map[string][]string{"crawler77.bot.lohisoft.com": {"79.139.58.77"}},
+		// The check ends after the target's first reconcile: the crawl
+		// waits for the node first.
+		Delay: 2 * time.Second,
+	}})
+	pod := waitPod(t, target, 1)
+	if node := pod.Annotations[crawlpod.AnnotationEgressNode]; node != "egress-verified-late" {
+		t.Errorf("crawl on %q, want the one verified node", node)
+	}
+	if d := time.Since(started); d > 15*time.Second {
+		t.Errorf("the crawl started %s after the manager; the verified node must wake it, not the queue's 30 s resync", d)
 	}
 }

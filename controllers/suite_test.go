@@ -93,6 +93,9 @@ type operatorOptions struct {
 	namespaces []string
 	// workers, when set, is --max-concurrent-reconciles.
 	workers int
+	// zone is what the FCrDNS self-check's DNS server knows (default:
+	// nothing, so no node is verified).
+	zone dnstest.Zone
 }
 
 // The manager's namespace and results port as the crawler NetworkPolicy
@@ -108,7 +111,7 @@ const (
 // temporary directory and the results endpoint on a test server.
 func startOperator(t *testing.T, opts operatorOptions) *harness {
 	t.Helper()
-	o := operatortest.Options(t, dnstest.Zone{})
+	o := operatortest.Options(t, opts.zone)
 	o.Index.Storage = indexDSN
 	if opts.maxPerNode != 0 {
 		o.MaxCrawlsPerNode = opts.maxPerNode

@@ -64,7 +64,7 @@ type Options struct {
 	Identity identity.Identity
 	// Egress says which egress nodes may crawl and are published: its
 	// Selector, Expected addresses and RequireFCrDNS. Setup fills Verified
-	// from the FCrDNS self-check.
+	// and Changes from the FCrDNS self-check.
 	Egress egress.Policy
 	// DNSServer (host:port) answers the self-check's lookups instead of the
 	// system resolver; for tests.
@@ -158,6 +158,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 	}
 	ix.egress = opts.Egress
 	ix.egress.Verified = ix.checker.Verified
+	ix.egress.Changes = ix.checker.Changes()
 	bot := &botpage.Handler{Identity: opts.Identity, Egress: ix.egressSource(mgr.GetClient())}
 	pages := &searchui.Handler{Store: st, Targets: crawlTargets(mgr.GetClient())}
 	ix.handler = route(&searchapi.Handler{Store: st}, bot, pages)

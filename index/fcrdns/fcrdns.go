@@ -93,6 +93,30 @@ type Checker struct {
 	results map[string]Result
 	// warned is when each failing node last got a Warning Event.
 	warned map[string]time.Time
+
+	changesOnce sync.Once
+	changes     chan event.GenericEvent
+}
+
+// changesBuffer is how many unread changes are kept. A replica that does
+// not lead has no reader, and a change that does not fit is dropped: the
+// crawl queue's periodic resync reads the results anyway, so the
+// news only makes it sooner.
+const changesBuffer = 16
+
+// Changes receives each node whose result changed: its first result, or
+// passing after failing and back.
+func (c *Checker) Changes() <-chan event.GenericEvent {
+	c.changesOnce.Do(func() { c.changes = make(chan event.GenericEvent, changesBuffer) })
+	return c.changes
+}
+
+func (c *Checker) announce(node *corev1.Node) {
+	c.Changes()
+	select {
+	case c.changes <- event.GenericEvent{Object: node}:
+	default:
+	}
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
@@ -137,6 +161,9 @@ func (c *Checker) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	prev, known := c.record(res)
 	if ctx.Err() != nil {
 		return ctrl.Result{}, nil // stopping: the lookups were cut short, not failed
+	}
+	if !known || prev.OK != res.OK || prev.IP != res.IP || prev.Hostname != res.Hostname {
+		c.announce(node)
 	}
 	c.report(ctx, node, res, prev, known)
 	if !res.OK {

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 // ExternalIPv4 returns the first IPv4 ExternalIP of a Node, or "": the
@@ -52,6 +53,10 @@ type Policy struct {
 	// Verified returns the hostname the self-check verified for node at
 	// exactly ip, or "". Nil means nothing is verified.
 	Verified func(node, ip string) string
+	// Changes receives a node whenever its self-check result changes, so
+	// crawls waiting for a verified node start when it is, not at the
+	// crawl queue's next resync. Nil means no such news.
+	Changes <-chan event.GenericEvent
 }
 
 // source is the part both answers share: a labelled, live Node with an

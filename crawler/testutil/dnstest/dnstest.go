@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -19,6 +20,8 @@ type Zone struct {
 	A    map[string][]string // name → IPv4 addresses
 	AAAA map[string][]string // name → IPv6 addresses
 	PTR  map[string][]string // IP address (either family) → names
+	// Delay holds every answer back this long, as a slow resolver does.
+	Delay time.Duration
 }
 
 // Server is a running test DNS server.
@@ -61,7 +64,7 @@ func normalise(z Zone) Zone {
 		}
 		return out
 	}
-	return Zone{A: fix(z.A, false), AAAA: fix(z.AAAA, false), PTR: fix(z.PTR, true)}
+	return Zone{A: fix(z.A, false), AAAA: fix(z.AAAA, false), PTR: fix(z.PTR, true), Delay: z.Delay}
 }
 
 // Questions returns the questions asked so far.
@@ -93,6 +96,7 @@ func (s *Server) serve(w dns.ResponseWriter, req *dns.Msg) {
 	s.mu.Lock()
 	s.log = append(s.log, dns.TypeToString[q.Qtype]+" "+name)
 	s.mu.Unlock()
+	time.Sleep(s.zone.Delay)
 	_, hasA := s.zone.A[name]
 	_, hasAAAA := s.zone.AAAA[name]
 	_, hasPTR := s.zone.PTR[name]

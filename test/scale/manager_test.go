@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lohisoft/crawl-operator/internal/operator"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
@@ -83,6 +84,9 @@ func (m *managerProcess) start(t *testing.T) {
 		"--crawler-network-policy=false",
 	)
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+m.kubeconfig)
+	if memoryLimit > 0 {
+		m.cmd.Env = append(m.cmd.Env, operator.MemoryLimitEnv+"="+strconv.FormatInt(memoryLimit, 10))
+	}
 	m.cmd.Stdout, m.cmd.Stderr = m.logs, m.logs
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)

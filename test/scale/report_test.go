@@ -25,7 +25,11 @@ func writeReport(t *testing.T, results []*sizeResult) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Scale benchmark, %s, Go heap and RSS of bin/manager, load = 1-minute load average when measured.\n\n",
 		time.Now().UTC().Format(time.RFC3339))
-	b.WriteString("| N | all reconciled | manager requests while waiting | manager RSS: base / waiting / with results (per site above base) | etcd db: total / in use / compacted (per site) | results stored → in backend | restart: ready / index start-up check done | backend db+wal before → after |\n")
+	if memoryLimit > 0 {
+		fmt.Fprintf(&b, "The manager ran with MEMORY_LIMIT=%d (%s), so under the Go memory limit the chart sets (--memory-limit-ratio of it).\n\n",
+			memoryLimit, mib(float64(memoryLimit)))
+	}
+	b.WriteString("| N | all reconciled | manager requests while waiting | manager RSS: base / waiting / with results (per site above base) | etcd db: total / in use / compacted (per site) | results: sites, stored → in backend | restart: ready / index start-up check done | backend db+wal before → after |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range results {
 		fmt.Fprintf(&b, "| %d | %s | %s | %s / %s / %s (%s; load %.1f) | %s / %s / %s (%s / %s / %s; load %.1f) | %s | %s / %s | %s → %s |\n",
@@ -34,7 +38,7 @@ func writeReport(t *testing.T, results []*sizeResult) {
 			mib(r.etcdResults.total), mib(r.etcdResults.inUse), mib(r.etcdCompacted.total),
 			perSite(r.etcdBase.total, r.etcdResults.total, r.n), perSite(r.etcdBase.inUse, r.etcdResults.inUse, r.n),
 			perSite(r.etcdBase.total, r.etcdCompacted.total, r.n), r.etcdResults.load,
-			r.resultsSynced, r.restartReady, r.restartSynced,
+			fmt.Sprintf("%d: %s", r.results, r.resultsSynced), r.restartReady, r.restartSynced,
 			mib(float64(r.backendBefore[0]+r.backendBefore[1])), mib(float64(r.backendAfter[0]+r.backendAfter[1])))
 	}
 	b.WriteString("\nManager requests until all were reconciled, and while waiting, by kind (with the API server's time to answer):\n\n")

@@ -112,6 +112,16 @@ func (o Options) StorageDSN(getenv func(string) string) (dsn, from string) {
 	return DefaultStorage, "default"
 }
 
+// MemoryOutsideGoHeap is the most memory the backend a storage DSN names
+// holds outside the Go heap: SQLite's page caches, none for PostgreSQL
+// (the server's own memory).
+func MemoryOutsideGoHeap(dsn string) int64 {
+	if kind, err := CheckStorage(dsn); err == nil && kind == "sqlite" {
+		return sqlite.MaxPageCacheBytes
+	}
+	return 0
+}
+
 // Index is the running index.
 type Index struct {
 	backend *backend.Backend

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/lohisoft/crawl-operator/index"
 	"github.com/lohisoft/crawl-operator/internal/operator"
 	"github.com/lohisoft/crawl-operator/internal/uninstall"
 )
@@ -32,14 +33,17 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
-	limit, err := o.Manager.GoMemLimit(os.Getenv("GOMEMLIMIT"), os.Getenv(operator.MemoryLimitEnv))
+	dsn, _ := o.Index.StorageDSN(os.Getenv)
+	outside := index.MemoryOutsideGoHeap(dsn)
+	limit, err := o.Manager.GoMemLimit(os.Getenv("GOMEMLIMIT"), os.Getenv(operator.MemoryLimitEnv), outside)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		os.Exit(2)
 	}
 	if limit > 0 {
 		debug.SetMemoryLimit(limit)
-		ctrl.Log.Info("Go memory limit set", "bytes", limit, "ratio", o.Manager.MemoryLimitRatio, "containerLimit", os.Getenv(operator.MemoryLimitEnv))
+		ctrl.Log.Info("Go memory limit set", "bytes", limit, "ratio", o.Manager.MemoryLimitRatio,
+			"containerLimit", os.Getenv(operator.MemoryLimitEnv), "indexCachesOutsideGoHeap", outside)
 	}
 
 	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), o); err != nil {

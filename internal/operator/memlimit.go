@@ -10,11 +10,10 @@ import (
 // sets it from the downward API (resourceFieldRef limits.memory).
 const MemoryLimitEnv = "MEMORY_LIMIT"
 
-// DefaultMemoryLimitRatio leaves a tenth of the container's limit for
-// memory the Go runtime does not count: SQLite's page caches (allocated
-// outside the Go heap by modernc.org/libc; at most 4 connections × 32 MiB,
-// see index/store/sqlite), thread stacks and the binary itself. The
-// collector then works harder before the kernel's OOM kill, not after it.
+// DefaultMemoryLimitRatio leaves a tenth of what the Go runtime may use
+// for what it does not count precisely (thread stacks, fragmentation) and
+// the process's own pages, so the collector works harder before the
+// kernel's OOM kill, not after it.
 const DefaultMemoryLimitRatio = 0.9
 
 func (m ManagerOptions) validateMemoryLimitRatio() error {
@@ -26,10 +25,13 @@ func (m ManagerOptions) validateMemoryLimitRatio() error {
 
 // GoMemLimit is the soft memory limit the manager gives the Go runtime:
 // MemoryLimitRatio of the container's limit (limit, bytes, from
-// MEMORY_LIMIT), or 0 to leave the runtime alone: when GOMEMLIMIT is set
-// explicitly (explicit; the runtime has read it already) or no limit is
-// known.
-func (m ManagerOptions) GoMemLimit(explicit, limit string) (int64, error) {
+// MEMORY_LIMIT) after what the index backend holds outside the Go heap
+// (outside: SQLite's page caches, index.MemoryOutsideGoHeap), or 0 to
+// leave the runtime alone: when GOMEMLIMIT is set explicitly (explicit;
+// the runtime has read it already) or no limit is known. A limit that
+// leaves the Go heap less than minGoMemLimit is refused: the manager
+// would only collect garbage.
+func (m ManagerOptions) GoMemLimit(explicit, limit string, outside int64) (int64, error) {
 	if err := m.validateMemoryLimitRatio(); err != nil {
 		return 0, err
 	}
@@ -44,5 +46,14 @@ func (m ManagerOptions) GoMemLimit(explicit, limit string) (int64, error) {
 	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("%s=%q: want the container's memory limit in bytes", MemoryLimitEnv, limit)
 	}
-	return int64(float64(n) * m.MemoryLimitRatio), nil
+	goLimit := int64(float64(n-outside) * m.MemoryLimitRatio)
+	if goLimit < minGoMemLimit {
+		return 0, fmt.Errorf("a memory limit of %d bytes leaves the manager's Go heap %d bytes after %d for the index backend's caches; give it at least %d",
+			n, max(goLimit, 0), outside, outside+int64(float64(minGoMemLimit)/m.MemoryLimitRatio)+1)
+	}
+	return goLimit, nil
 }
+
+// minGoMemLimit is the least Go memory limit the manager starts with: its
+// baseline heap with no CrawlTarget is about 30 MiB.
+const minGoMemLimit = 64 << 20

@@ -145,6 +145,14 @@ var idleConnLife = time.Minute
 // each result set before the next query), so the cap cannot deadlock.
 const maxOpenConns = 4
 
+// cacheKiB is each connection's page cache (cache_size), in KiB.
+const cacheKiB = 32 << 10
+
+// MaxPageCacheBytes bounds the page caches the store holds at once: memory
+// SQLite allocates outside the Go heap (modernc.org/libc), which the
+// manager keeps out of the Go runtime's memory limit.
+const MaxPageCacheBytes = maxOpenConns * cacheKiB << 10
+
 // busyTimeout is how long a statement waits for another connection's lock.
 var busyTimeout = 10 * time.Second
 
@@ -162,7 +170,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// 32 MiB of page cache per connection rather than 2: writing a site
 	// touches the postings index in many places, and a small cache spills
 	// to the file in the middle of the transaction.
-	q.Add("_pragma", "cache_size(-32768)")
+	q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", cacheKiB))
 	// Writers take the lock when they begin, not when they first write, so
 	// two writers never deadlock upgrading read locks.
 	q.Set("_txlock", "immediate")

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
 	"github.com/lohisoft/crawl-operator/internal/operator"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
@@ -43,7 +44,9 @@ type managerProcess struct {
 	waitErr error
 }
 
-// newManagerProcess prepares a manager; start runs it.
+// newManagerProcess prepares a manager; start runs it. Its index is a
+// SQLite file of its own, or with $SCALE_STORAGE=postgres a schema of its
+// own on the machine's PostgreSQL (pgtest), as production runs it.
 func newManagerProcess(t *testing.T, binary, kubeconfig, dnsServer string) *managerProcess {
 	t.Helper()
 	dir := t.TempDir()
@@ -53,10 +56,17 @@ func newManagerProcess(t *testing.T, binary, kubeconfig, dnsServer string) *mana
 	}
 	m := &managerProcess{
 		binary: binary, kubeconfig: kubeconfig, dnsServer: dnsServer,
-		storage: filepath.Join(dir, "index.db"),
+		storage: "sqlite://" + filepath.Join(dir, "index.db"),
 		probes:  testutil.FreeAddr(t), metrics: testutil.FreeAddr(t),
 		index: testutil.FreeAddr(t), results: testutil.FreeAddr(t), pprof: testutil.FreeAddr(t),
 		logs: logs,
+	}
+	switch storage := os.Getenv("SCALE_STORAGE"); storage {
+	case "", "sqlite":
+	case "postgres":
+		m.storage = pgtest.Schema(t)
+	default:
+		t.Fatalf("SCALE_STORAGE=%q: want sqlite or postgres", storage)
 	}
 	t.Cleanup(func() {
 		m.stop(t)
@@ -75,7 +85,7 @@ func (m *managerProcess) start(t *testing.T) {
 		"--metrics-bind-address="+m.metrics, "--metrics-secure=false",
 		"--health-probe-bind-address="+m.probes, "--pprof-bind-address="+m.pprof,
 		"--results-bind-address="+m.results, "--results-url=http://"+m.results,
-		"--index-bind-address="+m.index, "--storage=sqlite://"+m.storage,
+		"--index-bind-address="+m.index, "--storage="+m.storage,
 		"--crawler-image=crawler:scale",
 		"--max-crawls-per-node="+strconv.Itoa(slotsPerNode),
 		"--egress-dns-server="+m.dnsServer, "--egress-check-interval=1h",
@@ -195,9 +205,13 @@ func (m *managerProcess) saveHeapProfile(path string) error {
 }
 
 // backendBytes is the size of the SQLite index on disk: the database and
-// its write-ahead log.
+// its write-ahead log (0 on PostgreSQL, whose files are the server's).
 func (m *managerProcess) backendBytes() (db, wal int64) {
-	return fileSize(m.storage), fileSize(m.storage + "-wal")
+	path, ok := strings.CutPrefix(m.storage, "sqlite://")
+	if !ok {
+		return 0, 0
+	}
+	return fileSize(path), fileSize(path + "-wal")
 }
 
 func fileSize(path string) int64 {

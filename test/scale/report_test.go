@@ -25,6 +25,9 @@ func writeReport(t *testing.T, results []*sizeResult) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Scale benchmark, %s, Go heap and RSS of bin/manager, load = 1-minute load average when measured.\n\n",
 		time.Now().UTC().Format(time.RFC3339))
+	if os.Getenv("SCALE_STORAGE") == "postgres" {
+		b.WriteString("Index backend: PostgreSQL (a schema on the machine's server; its files are the server's, so the backend size column is 0).\n\n")
+	}
 	if memoryLimit > 0 {
 		fmt.Fprintf(&b, "The manager ran with MEMORY_LIMIT=%d (%s), so under the Go memory limit the chart sets (--memory-limit-ratio of it).\n\n",
 			memoryLimit, mib(float64(memoryLimit)))

@@ -505,7 +505,7 @@ func measureWaiting(t *testing.T, env *testenv.Env, m *managerProcess) (requestR
 func storeResults(t *testing.T, c client.Client, m *managerProcess, n, k int) timed {
 	t.Helper()
 	ctx := context.Background()
-	st, err := index.OpenStore(ctx, "sqlite://"+m.storage)
+	st, err := index.OpenStore(ctx, m.storage)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,19 +1,15 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
@@ -42,7 +38,7 @@ func TestAlertsAndDashboardNameOnlyExportedMetrics(t *testing.T) {
 	for _, a := range promql.Alerts(t, promql.Groups(t, objs)) {
 		exprs = append(exprs, promql.Expr{Source: "alert " + a.Name, Expr: a.Expr})
 	}
-	exprs = append(exprs, promql.PanelExprs(dashboard(t, objs))...)
+	exprs = append(exprs, promql.PanelExprs(promql.DashboardOf(t, objs))...)
 	refs := promql.ReadRefs(t, root, exprs)
 
 	// A manager as the chart runs it (leader election, the FCrDNS check
@@ -74,7 +70,7 @@ func TestAlertsAndDashboardNameOnlyExportedMetrics(t *testing.T) {
 		}
 		return nil
 	})
-	exported, err := scrapeFamilies(url)
+	exported, err := exportedNames(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,42 +101,17 @@ func TestAlertsAndDashboardNameOnlyExportedMetrics(t *testing.T) {
 	}
 }
 
-// dashboard reads the dashboard ConfigMap among objs.
-func dashboard(t *testing.T, objs []*unstructured.Unstructured) promql.Dashboard {
-	t.Helper()
-	for _, o := range objs {
-		if o.GetKind() == "ConfigMap" && o.GetLabels()["grafana_dashboard"] == "1" {
-			data, _, _ := unstructured.NestedString(o.Object, "data", "crawl-operator.json")
-			var d promql.Dashboard
-			if err := json.Unmarshal([]byte(data), &d); err != nil {
-				t.Fatalf("dashboard JSON: %v", err)
-			}
-			return d
-		}
-	}
-	t.Fatal("no dashboard ConfigMap rendered")
-	return promql.Dashboard{}
-}
-
-// scrapeFamilies reads a /metrics endpoint and returns every series name
-// a query can select (a histogram's _bucket, _sum and _count) with the
-// label names it carries (le on the buckets).
-func scrapeFamilies(url string) (map[string][]string, error) {
-	a, err := get(url)
-	if err != nil {
-		return nil, err
-	}
-	if a.status != 200 {
-		return nil, fmt.Errorf("GET %s: %d", url, a.status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(a.body))
+// exportedNames returns every series name the metrics at url let a query
+// select (a histogram's _bucket, _sum and _count) with the label names it
+// carries (le on the buckets).
+func exportedNames(url string) (map[string][]string, error) {
+	families, err := testutil.ScrapeFamilies(&http.Client{Timeout: 30 * time.Second}, url)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string][]string{}
-	for name, f := range families {
-		labels := map[string]bool{}
+	for _, f := range families {
+		name, labels := f.GetName(), map[string]bool{}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = true

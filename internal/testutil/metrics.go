@@ -37,6 +37,16 @@ func Scrape(url string) (map[string]float64, error) {
 // ScrapeWith is Scrape with an HTTP client of the caller's: one that
 // authenticates to the API server's /metrics, say (rest.HTTPClientFor).
 func ScrapeWith(c *http.Client, url string) (map[string]float64, error) {
+	families, err := ScrapeFamilies(c, url)
+	if err != nil {
+		return nil, err
+	}
+	return samples(families), nil
+}
+
+// ScrapeFamilies reads the Prometheus text endpoint at url whole: every
+// metric family with its type and series.
+func ScrapeFamilies(c *http.Client, url string) ([]*dto.MetricFamily, error) {
 	resp, err := c.Get(url)
 	if err != nil {
 		return nil, err
@@ -54,7 +64,7 @@ func ScrapeWith(c *http.Client, url string) (map[string]float64, error) {
 	for _, f := range byName {
 		families = append(families, f)
 	}
-	return samples(families), nil
+	return families, nil
 }
 
 func samples(families []*dto.MetricFamily) map[string]float64 {

@@ -1,7 +1,6 @@
 package chart
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/lohisoft/crawl-operator/internal/testutil/promql"
@@ -265,17 +263,13 @@ func TestDashboardConfigMap(t *testing.T) {
 	if a := cm.GetAnnotations(); a["grafana_folder"] != "Search" {
 		t.Errorf("annotations = %v", a)
 	}
-	data, _, _ := unstructured.NestedString(cm.Object, "data", "crawl-operator.json")
+	d, data := promql.DashboardJSON(t, objs)
 	file, err := os.ReadFile(filepath.Join(chartPath, "files", "dashboards", "crawl-operator.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if data != strings.TrimSuffix(string(file), "\n") {
 		t.Error("the ConfigMap's dashboard differs from files/dashboards/crawl-operator.json")
-	}
-	var d promql.Dashboard
-	if err := json.Unmarshal([]byte(data), &d); err != nil {
-		t.Fatalf("dashboard JSON: %v", err)
 	}
 	var vars []string
 	for _, v := range d.Templating.List {

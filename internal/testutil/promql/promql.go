@@ -112,6 +112,33 @@ type Dashboard struct {
 	} `json:"templating"`
 }
 
+// DashboardOf decodes the dashboard of the one ConfigMap among objs that
+// Grafana's sidecar would load (labelled grafana_dashboard), and returns
+// its JSON too.
+func DashboardOf(t testing.TB, objs []*unstructured.Unstructured) Dashboard {
+	t.Helper()
+	d, _ := DashboardJSON(t, objs)
+	return d
+}
+
+// DashboardJSON is DashboardOf with the ConfigMap's JSON as it is.
+func DashboardJSON(t testing.TB, objs []*unstructured.Unstructured) (Dashboard, string) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "ConfigMap" || o.GetLabels()["grafana_dashboard"] != "1" {
+			continue
+		}
+		data, _, _ := unstructured.NestedString(o.Object, "data", "crawl-operator.json")
+		var d Dashboard
+		if err := json.Unmarshal([]byte(data), &d); err != nil {
+			t.Fatalf("dashboard JSON of ConfigMap %s: %v", o.GetName(), err)
+		}
+		return d, data
+	}
+	t.Fatal("no dashboard ConfigMap rendered")
+	return Dashboard{}, ""
+}
+
 // Grafana's variables, as a query of the dashboard sees them once Grafana
 // has substituted them: the release's namespace and a rate window.
 var grafanaVariables = strings.NewReplacer(`$namespace`, "crawl-system", `$__rate_interval`, "5m")

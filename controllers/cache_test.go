@@ -1,11 +1,15 @@
 package controllers
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
@@ -74,37 +78,97 @@ func appliedCrawlTarget(i int) *crawlv1.CrawlTarget {
 	}
 }
 
+// waitingCrawlTarget is a CrawlTarget waiting for its first crawl, as
+// most targets are at 100,000 sites: three conditions with one message.
+func waitingCrawlTarget(i int) *crawlv1.CrawlTarget {
+	now := metav1.NewTime(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	msg := fmt.Sprintf("all egress nodes run 4 crawls; position %d of 100000 in the crawl queue (oldest due first)", i)
+	cond := func(typ, status string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: "WaitingForCapacity", Message: msg, LastTransitionTime: now, ObservedGeneration: 1}
+	}
+	return &crawlv1.CrawlTarget{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("site-%06d", i), Namespace: "sites", UID: "0c4d1a3e-5b6f-4d7e-8f90-a1b2c3d4e5f6", ResourceVersion: "123456788", Generation: 1,
+			CreationTimestamp: now,
+		},
+		Spec: crawlv1.CrawlTargetSpec{URL: fmt.Sprintf("https://www.site-%06d.example/", i)},
+		Status: crawlv1.CrawlTargetStatus{
+			ObservedGeneration: 1, Phase: "Waiting",
+			Site: fmt.Sprintf("https://www.site-%06d.example:443", i), Host: fmt.Sprintf("www.site-%06d.example", i),
+			Conditions: []metav1.Condition{cond("Ready", "False"), cond("Reconciling", "True"), cond("Crawling", "False")},
+		},
+	}
+}
+
+// ownedSiteIndex is the empty SiteIndex of a target that has not been
+// crawled, owned by it.
+func ownedSiteIndex(i int) *crawlv1.SiteIndex {
+	yes := true
+	return &crawlv1.SiteIndex{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("site-%06d", i), Namespace: "sites", UID: "6b1f4c57-3c7e-4f0e-9a55-1f0c2d9e8a11",
+			ResourceVersion: "123456789", Generation: 1, CreationTimestamp: metav1.NewTime(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "crawl.lohisoft.com/v1alpha1", Kind: "CrawlTarget",
+				Name: fmt.Sprintf("site-%06d", i), UID: "0c4d1a3e-5b6f-4d7e-8f90-a1b2c3d4e5f6", Controller: &yes, BlockOwnerDeletion: &yes}},
+		},
+		Spec: crawlv1.SiteIndexSpec{Site: fmt.Sprintf("https://www.site-%06d.example:443", i)},
+	}
+}
+
+// decoded is obj as an informer holds it: decoded from the API server's
+// JSON, every string its own allocation.
+func decoded[T any](tb testing.TB, obj *T) *T {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := new(T)
+	if err := json.Unmarshal(raw, out); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
 // BenchmarkCachedSiteBytes measures the heap one site's SiteIndex and
-// CrawlTarget take as the manager's cache keeps them, before and after the
-// cache transforms (informer bookkeeping not included): at 100,000 sites
-// every byte here is 100 KB of the manager's memory.
+// CrawlTarget take as the manager's cache keeps them, decoded from JSON,
+// before and after the cache transforms (informer bookkeeping not
+// included): at 100,000 sites every byte here is 100 KB of the manager's
+// memory. "crawled" is a site with a result, "waiting" one waiting for
+// its first crawl, as most are at 100,000.
 func BenchmarkCachedSiteBytes(b *testing.B) {
 	const n = 20000
-	for _, tc := range []struct {
-		name      string
-		transform bool
-	}{{"as-stored", false}, {"cached", true}} {
-		b.Run(tc.name, func(b *testing.B) {
-			var perSite float64
-			for b.Loop() {
-				runtime.GC()
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				objs := make([]any, 2*n)
-				for i := range n {
-					objs[2*i], objs[2*i+1] = storedSiteIndex(i), appliedCrawlTarget(i)
-					if tc.transform {
-						objs[2*i], _ = compactSiteIndex(objs[2*i])
-						objs[2*i+1], _ = compactCrawlTarget(objs[2*i+1])
+	sites := map[string]func(i int) (*crawlv1.SiteIndex, *crawlv1.CrawlTarget){
+		"crawled": func(i int) (*crawlv1.SiteIndex, *crawlv1.CrawlTarget) { return storedSiteIndex(i), appliedCrawlTarget(i) },
+		"waiting": func(i int) (*crawlv1.SiteIndex, *crawlv1.CrawlTarget) { return ownedSiteIndex(i), waitingCrawlTarget(i) },
+	}
+	for _, kind := range []string{"crawled", "waiting"} {
+		for _, tc := range []struct {
+			name      string
+			transform bool
+		}{{"as-stored", false}, {"cached", true}} {
+			b.Run(kind+"/"+tc.name, func(b *testing.B) {
+				var perSite float64
+				for b.Loop() {
+					runtime.GC()
+					var before, after runtime.MemStats
+					runtime.ReadMemStats(&before)
+					objs := make([]any, 2*n)
+					for i := range n {
+						si, ct := sites[kind](i)
+						objs[2*i], objs[2*i+1] = decoded(b, si), decoded(b, ct)
+						if tc.transform {
+							objs[2*i], _ = compactSiteIndex(objs[2*i])
+							objs[2*i+1], _ = compactCrawlTarget(objs[2*i+1])
+						}
 					}
+					runtime.GC()
+					runtime.ReadMemStats(&after)
+					perSite = float64(after.HeapAlloc-before.HeapAlloc) / n
+					runtime.KeepAlive(objs)
 				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				perSite = float64(after.HeapAlloc-before.HeapAlloc) / n
-				runtime.KeepAlive(objs)
-			}
-			b.ReportMetric(perSite, "B/site")
-		})
+				b.ReportMetric(perSite, "B/site")
+			})
+		}
 	}
 }
 
@@ -123,14 +187,103 @@ func TestCacheTransformsDropTexts(t *testing.T) {
 	if got.Status.Stats.Pages != 20 || got.Status.Run == "" || !got.Status.Complete || got.Spec.Site == "" {
 		t.Errorf("cached SiteIndex lost what the reconcilers read: %+v", got.Status)
 	}
-	ct := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+	// What Helm and Flux put on every object they apply.
+	toolLabels := func() map[string]string {
+		return map[string]string{"app.kubernetes.io/managed-by": "Helm", "kustomize.toolkit.fluxcd.io/name": "sites"}
+	}
+	si = storedSiteIndex(2)
+	si.Labels, si.Annotations = toolLabels(), map[string]string{"meta.helm.sh/release-name": "sites"}
+	out, _ = compactSiteIndex(si)
+	if got := out.(*crawlv1.SiteIndex); got.Labels != nil || got.Annotations != nil {
+		t.Errorf("cached SiteIndex keeps labels %v, annotations %v", got.Labels, got.Annotations)
+	}
+	ct := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Labels: toolLabels(), Annotations: map[string]string{
 		lastApplied: `{"apiVersion":"crawl.lohisoft.com/v1alpha1","kind":"CrawlTarget"}`, crawlv1.RequestedAtAnnotation: "now"}}}
 	out, _ = compactCrawlTarget(ct)
 	if a := out.(*crawlv1.CrawlTarget).Annotations; a[lastApplied] != "" || a[crawlv1.RequestedAtAnnotation] != "now" {
 		t.Errorf("cached CrawlTarget annotations = %v", a)
 	}
+	if l := out.(*crawlv1.CrawlTarget).Labels; l != nil {
+		t.Errorf("cached CrawlTarget labels = %v", l)
+	}
+	ct = &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{lastApplied: "{}"}}}
+	if out, _ = compactCrawlTarget(ct); out.(*crawlv1.CrawlTarget).Annotations != nil {
+		t.Error("an emptied annotation map is kept")
+	}
 	// Objects of other kinds, and tombstones, pass through.
 	if v, err := compactSiteIndex("tombstone"); v != "tombstone" || err != nil {
 		t.Errorf("compactSiteIndex(other) = %v, %v", v, err)
+	}
+}
+
+// TestCacheTransformsShareStrings: the transforms change no value the
+// reconcilers read, and repeated strings end up as one copy: within an
+// object (a waiting target's messages, the host in the site) and across
+// objects (namespaces, kinds, condition types and reasons).
+func TestCacheTransformsShareStrings(t *testing.T) {
+	a, b := decoded(t, waitingCrawlTarget(1)), decoded(t, waitingCrawlTarget(2))
+	want := a.DeepCopy()
+	compactCrawlTarget(a)
+	compactCrawlTarget(b)
+	if !equality.Semantic.DeepEqual(a, want) {
+		t.Errorf("transform changed the CrawlTarget:\n got %+v\nwant %+v", a, want)
+	}
+	same := func(what, x, y string) {
+		t.Helper()
+		if x != y || unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("%s: %q and %q are two copies", what, x, y)
+		}
+	}
+	same("namespaces", a.Namespace, b.Namespace)
+	same("phases", string(a.Status.Phase), string(b.Status.Phase))
+	for i := range a.Status.Conditions {
+		ca, cb := a.Status.Conditions[i], b.Status.Conditions[i]
+		same("condition types", ca.Type, cb.Type)
+		same("condition reasons", ca.Reason, cb.Reason)
+		same("condition statuses", string(ca.Status), string(cb.Status))
+		same("messages within a target", ca.Message, a.Status.Conditions[0].Message)
+	}
+	if unsafe.StringData(a.Status.Conditions[0].Message) == unsafe.StringData(b.Status.Conditions[0].Message) {
+		t.Error("two targets' messages share one copy: messages are per target")
+	}
+	if !strings.Contains(a.Status.Site, a.Status.Host) ||
+		uintptr(unsafe.Pointer(unsafe.StringData(a.Status.Host)))-uintptr(unsafe.Pointer(unsafe.StringData(a.Status.Site))) >= uintptr(len(a.Status.Site)) {
+		t.Errorf("host %q is not shared with site %q", a.Status.Host, a.Status.Site)
+	}
+
+	si1, si2 := decoded(t, ownedSiteIndex(1)), decoded(t, ownedSiteIndex(2))
+	wantSI := si1.DeepCopy()
+	compactSiteIndex(si1)
+	compactSiteIndex(si2)
+	if !equality.Semantic.DeepEqual(si1, wantSI) {
+		t.Errorf("transform changed the SiteIndex:\n got %+v\nwant %+v", si1, wantSI)
+	}
+	r1, r2 := si1.OwnerReferences[0], si2.OwnerReferences[0]
+	same("owner kinds", r1.Kind, r2.Kind)
+	same("owner API versions", r1.APIVersion, r2.APIVersion)
+	same("owner name and name", r1.Name, si1.Name)
+	if r1.Controller != r2.Controller || !metav1.IsControlledBy(si1, &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{UID: r1.UID}}) {
+		t.Error("owner flags are not shared or no longer say controller")
+	}
+}
+
+// TestInternerBound: past its bound the vocabulary hands strings back as
+// they are, so an unexpectedly large vocabulary grows nothing.
+func TestInternerBound(t *testing.T) {
+	in := newInterner(2)
+	x := in.share(strings.Clone("a"))
+	if y := in.share(strings.Clone("a")); unsafe.StringData(x) != unsafe.StringData(y) {
+		t.Error("a known string is not shared")
+	}
+	in.share("b")
+	c1, c2 := strings.Clone("c"), strings.Clone("c")
+	if got := in.share(c1); unsafe.StringData(got) != unsafe.StringData(c1) || len(in.known) != 2 {
+		t.Errorf("past the bound: %d known", len(in.known))
+	}
+	if got := in.share(c2); unsafe.StringData(got) != unsafe.StringData(c2) {
+		t.Error("a string past the bound was kept")
+	}
+	if in.share("") != "" {
+		t.Error("empty string")
 	}
 }

@@ -158,8 +158,9 @@ func (c *startCheck) plan(ctx context.Context) (startPlan, error) {
 	if err != nil {
 		return startPlan{}, fmt.Errorf("list indexed sources: %w", err)
 	}
+	// planStart only reads them: no copy of every SiteIndex in the cache.
 	var sis crawlv1.SiteIndexList
-	if err := c.syncer.Client.List(ctx, &sis); err != nil {
+	if err := c.syncer.Client.List(ctx, &sis, client.UnsafeDisableDeepCopy); err != nil {
 		return startPlan{}, fmt.Errorf("list SiteIndexes: %w", err)
 	}
 	domains, err := c.syncer.excludedDomains(ctx, c.syncer.Client)

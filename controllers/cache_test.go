@@ -138,8 +138,12 @@ func decoded[T any](tb testing.TB, obj *T) *T {
 func BenchmarkCachedSiteBytes(b *testing.B) {
 	const n = 20000
 	sites := map[string]func(i int) (*crawlv1.SiteIndex, *crawlv1.CrawlTarget){
-		"crawled": func(i int) (*crawlv1.SiteIndex, *crawlv1.CrawlTarget) { return storedSiteIndex(i), appliedCrawlTarget(i) },
-		"waiting": func(i int) (*crawlv1.SiteIndex, *crawlv1.CrawlTarget) { return ownedSiteIndex(i), waitingCrawlTarget(i) },
+		"crawled": func(i int) (*crawlv1.SiteIndex, *crawlv1.CrawlTarget) {
+			return storedSiteIndex(i), appliedCrawlTarget(i)
+		},
+		"waiting": func(i int) (*crawlv1.SiteIndex, *crawlv1.CrawlTarget) {
+			return ownedSiteIndex(i), waitingCrawlTarget(i)
+		},
 	}
 	for _, kind := range []string{"crawled", "waiting"} {
 		for _, tc := range []struct {

@@ -45,13 +45,17 @@ func CacheOptions(sel egress.Selector) cache.Options {
 	}
 }
 
-// compactSiteIndex is the cache's copy of a SiteIndex: everything but the
-// page records and managedFields.
+// compactSiteIndex is the cache's copy of a SiteIndex: what the
+// reconcilers and the index syncer read (its site, owner, run, whether it
+// is complete, pages counted, Retry-After and a refusal).
 func compactSiteIndex(in any) (any, error) {
 	if si, ok := in.(*crawlv1.SiteIndex); ok {
 		si.ManagedFields = nil
 		si.Labels, si.Annotations = nil, nil
-		si.Status.Pages = nil
+		// Page records, robots.txt's answer and a recrawl's progress are
+		// for the people and the results endpoint, which reads the
+		// SiteIndex from the API server.
+		si.Status.Pages, si.Status.Robots, si.Status.Progress = nil, nil, nil
 		shareMeta(&si.ObjectMeta)
 	}
 	return in, nil

@@ -185,8 +185,8 @@ func TestCacheTransformsDropTexts(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.(*crawlv1.SiteIndex)
-	if len(got.Status.Pages) != 0 || got.ManagedFields != nil {
-		t.Errorf("cached SiteIndex keeps %d page records and %d managedFields", len(got.Status.Pages), len(got.ManagedFields))
+	if len(got.Status.Pages) != 0 || got.ManagedFields != nil || got.Status.Robots != nil {
+		t.Errorf("cached SiteIndex keeps %d page records, %d managedFields, robots %v", len(got.Status.Pages), len(got.ManagedFields), got.Status.Robots)
 	}
 	if got.Status.Stats.Pages != 20 || got.Status.Run == "" || !got.Status.Complete || got.Spec.Site == "" {
 		t.Errorf("cached SiteIndex lost what the reconcilers read: %+v", got.Status)
@@ -225,13 +225,7 @@ func TestCacheTransformsDropTexts(t *testing.T) {
 // object (a waiting target's messages, the host in the site) and across
 // objects (namespaces, kinds, condition types and reasons).
 func TestCacheTransformsShareStrings(t *testing.T) {
-	a, b := decoded(t, waitingCrawlTarget(1)), decoded(t, waitingCrawlTarget(2))
-	want := a.DeepCopy()
-	compactCrawlTarget(a)
-	compactCrawlTarget(b)
-	if !equality.Semantic.DeepEqual(a, want) {
-		t.Errorf("transform changed the CrawlTarget:\n got %+v\nwant %+v", a, want)
-	}
+	a, b := compactedPair(t, waitingCrawlTarget, compactCrawlTarget)
 	same := func(what, x, y string) {
 		t.Helper()
 		if x != y || unsafe.StringData(x) != unsafe.StringData(y) {
@@ -255,13 +249,7 @@ func TestCacheTransformsShareStrings(t *testing.T) {
 		t.Errorf("host %q is not shared with site %q", a.Status.Host, a.Status.Site)
 	}
 
-	si1, si2 := decoded(t, ownedSiteIndex(1)), decoded(t, ownedSiteIndex(2))
-	wantSI := si1.DeepCopy()
-	compactSiteIndex(si1)
-	compactSiteIndex(si2)
-	if !equality.Semantic.DeepEqual(si1, wantSI) {
-		t.Errorf("transform changed the SiteIndex:\n got %+v\nwant %+v", si1, wantSI)
-	}
+	si1, si2 := compactedPair(t, ownedSiteIndex, compactSiteIndex)
 	r1, r2 := si1.OwnerReferences[0], si2.OwnerReferences[0]
 	same("owner kinds", r1.Kind, r2.Kind)
 	same("owner API versions", r1.APIVersion, r2.APIVersion)
@@ -269,6 +257,22 @@ func TestCacheTransformsShareStrings(t *testing.T) {
 	if r1.Controller != r2.Controller || !metav1.IsControlledBy(si1, &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{UID: r1.UID}}) {
 		t.Error("owner flags are not shared or no longer say controller")
 	}
+}
+
+// compactedPair is two objects of a kind as the cache keeps them; it fails
+// if the transform changed any value of the first.
+func compactedPair[T any](t *testing.T, object func(i int) *T, compact func(any) (any, error)) (a, b *T) {
+	t.Helper()
+	a, b = decoded(t, object(1)), decoded(t, object(2))
+	for _, o := range []*T{a, b} {
+		if _, err := compact(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := decoded(t, object(1)); !equality.Semantic.DeepEqual(a, want) {
+		t.Errorf("transform changed the %T:\n got %+v\nwant %+v", a, a, want)
+	}
+	return a, b
 }
 
 // TestInternerBound: past its bound the vocabulary hands strings back as

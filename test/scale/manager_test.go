@@ -158,22 +158,40 @@ func (m *managerProcess) ready() bool {
 
 // rss is the manager's resident memory in bytes (VmRSS).
 func (m *managerProcess) rss() (int64, error) {
+	mem, err := m.memory()
+	return mem["VmRSS"], err
+}
+
+// memory is the manager's resident memory in bytes from
+// /proc/PID/status: VmRSS, and its parts RssAnon (what a container's
+// limit holds: heap, SQLite's caches) and RssFile (the binary's pages,
+// which the kernel drops under pressure before it kills anything).
+func (m *managerProcess) memory() (map[string]int64, error) {
 	if err := m.running(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer f.Close()
+	out := map[string]int64{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10, err
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (k != "VmRSS" && !strings.HasPrefix(k, "Rss")) {
+			continue
 		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("/proc/%d/status %s: %w", m.cmd.Process.Pid, k, err)
+		}
+		out[k] = kb << 10
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", m.cmd.Process.Pid)
+	if _, ok := out["VmRSS"]; !ok {
+		return nil, fmt.Errorf("no VmRSS in /proc/%d/status", m.cmd.Process.Pid)
+	}
+	return out, sc.Err()
 }
 
 // scrape reads the manager's metrics.

@@ -301,6 +301,9 @@ func measureWithResults(t *testing.T, env *testenv.Env, m *managerProcess, r *si
 	t.Helper()
 	time.Sleep(settle)
 	r.resultsRSS = rssSample(t, m)
+	if mem, err := m.memory(); err == nil {
+		t.Logf("with results: manager RSS %s: anonymous %s, file %s", mib(float64(mem["VmRSS"])), mib(float64(mem["RssAnon"])), mib(float64(mem["RssFile"])))
+	}
 	if metrics, err := m.scrape(); err == nil {
 		r.heapResults = metrics["go_memstats_heap_inuse_bytes"]
 	}

@@ -295,3 +295,18 @@ func TestInternerBound(t *testing.T) {
 		t.Error("empty string")
 	}
 }
+
+// TestCacheTransformHostOutsideSite: a status whose host is not part of
+// its site (edited by hand) keeps both as they are.
+func TestCacheTransformHostOutsideSite(t *testing.T) {
+	ct := decoded(t, waitingCrawlTarget(1))
+	ct.Status.Host = "elsewhere.example"
+	compactCrawlTarget(ct)
+	if ct.Status.Host != "elsewhere.example" || ct.Status.Site != "https://www.site-000001.example:443" {
+		t.Errorf("host %q, site %q", ct.Status.Host, ct.Status.Site)
+	}
+	ct.Status.Host, ct.Status.Site = "", ""
+	if compactCrawlTarget(ct); ct.Status.Host != "" {
+		t.Errorf("empty host became %q", ct.Status.Host)
+	}
+}

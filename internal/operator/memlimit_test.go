@@ -10,7 +10,7 @@ import (
 // chart passes in bytes; anything else is a clear error, never a guess.
 func TestGoMemLimit(t *testing.T) {
 	const mi = 1 << 20
-	const sqliteCaches = 128 * mi
+	const sqliteCaches = 32 * mi
 	for _, tc := range []struct {
 		name            string
 		explicit, limit string
@@ -19,18 +19,22 @@ func TestGoMemLimit(t *testing.T) {
 		want            int64
 		wantErr         bool
 	}{
-		{"the chart's 512Mi at 0.9 on PostgreSQL", "", "536870912", 0, 0.9, 483183820, false},
-		{"the chart's 512Mi at 0.9 on SQLite: its caches first", "", "536870912", sqliteCaches, 0.9, 362387865, false},
-		{"the whole limit", "", "268435456", 0, 1, 256 * mi, false},
+		// 0.9 × (512 − 64) MiB: the binary's pages first.
+		{"the chart's 512Mi at 0.9 on PostgreSQL", "", "536870912", 0, 0.9, 422785843, false},
+		// 0.9 × (512 − 64 − 32) MiB.
+		{"the chart's 512Mi at 0.9 on SQLite: its caches too", "", "536870912", sqliteCaches, 0.9, 392586854, false},
+		{"the whole limit", "", "268435456", 0, 1, 192 * mi, false},
 		{"GOMEMLIMIT set by hand wins", "400MiB", "536870912", sqliteCaches, 0.9, 0, false},
 		{"no limit known", "", "", sqliteCaches, 0.9, 0, false},
-		{"spaces around the number", "", " 1048576000\n", 0, 0.5, 500 * mi, false},
+		{"spaces around the number", "", " 1048576000\n", 0, 0.5, 468 * mi, false},
 		{"a quantity, not bytes", "", "512Mi", 0, 0.9, 0, true},
 		{"zero", "", "0", 0, 0.9, 0, true},
 		{"negative", "", "-1", 0, 0.9, 0, true},
 		{"overflow", "", "99999999999999999999", 0, 0.9, 0, true},
-		{"too small for SQLite's caches", "", "134217728", sqliteCaches, 0.9, 0, true},
+		{"too small for the binary", "", "67108864", 0, 0.9, 0, true},
+		{"too small for SQLite's caches", "", "100663296", sqliteCaches, 0.9, 0, true},
 		{"too small a heap left", "", "167772160", sqliteCaches, 0.9, 0, true},
+		{"just enough heap left", "", "178257920", sqliteCaches, 0.9, 69835161, false},
 		{"ratio 0", "", "536870912", 0, 0, 0, true},
 		{"ratio above 1", "", "536870912", 0, 1.5, 0, true},
 		{"ratio negative", "", "536870912", 0, -0.1, 0, true},
@@ -46,10 +50,10 @@ func TestGoMemLimit(t *testing.T) {
 }
 
 // The SQLite backend's bound is what its connections can hold: 4 caches
-// of 32 MiB. PostgreSQL's memory is the server's.
+// of 8 MiB. PostgreSQL's memory is the server's.
 func TestMemoryOutsideGoHeap(t *testing.T) {
 	for dsn, want := range map[string]int64{
-		"sqlite:///data/index.db":         128 << 20,
+		"sqlite:///data/index.db":         32 << 20,
 		"postgres://u@db.example/index":   0,
 		"postgresql://u@db.example/index": 0,
 		"not a dsn":                       0,

@@ -148,7 +148,7 @@ func (m *ManagerOptions) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&m.MaxConcurrentReconciles, "max-concurrent-reconciles", m.MaxConcurrentReconciles, "How many CrawlTargets are reconciled at once.")
 	fs.Float64Var(&m.KubeAPIQPS, "kube-api-qps", m.KubeAPIQPS, "Most requests per second the manager sends to the Kubernetes API server, on average.")
 	fs.IntVar(&m.KubeAPIBurst, "kube-api-burst", m.KubeAPIBurst, "Most requests the manager sends to the Kubernetes API server in a burst above --kube-api-qps.")
-	fs.Float64Var(&m.MemoryLimitRatio, "memory-limit-ratio", m.MemoryLimitRatio, "Set the Go runtime's soft memory limit to this fraction of the container's memory limit, read from $"+MemoryLimitEnv+" (bytes; the chart sets it from the downward API), after the SQLite backend's page caches (4 × 32 MiB) are set aside. An explicit GOMEMLIMIT wins.")
+	fs.Float64Var(&m.MemoryLimitRatio, "memory-limit-ratio", m.MemoryLimitRatio, "Set the Go runtime's soft memory limit to this fraction of the container's memory limit, read from $"+MemoryLimitEnv+" (bytes; the chart sets it from the downward API), after the binary's resident pages (64 MiB) and the SQLite backend's page caches (4 × 8 MiB) are set aside. An explicit GOMEMLIMIT wins.")
 	fs.StringVar(&m.PprofAddr, "pprof-bind-address", m.PprofAddr, "Address Go's pprof profiles are served on, for diagnosis (plain HTTP, no authentication: keep it on loopback); empty or 0 serves them nowhere.")
 }
 

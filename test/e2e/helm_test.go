@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/index"
 	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/operator"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 	"github.com/lohisoft/crawl-operator/internal/uninstall"
 )
@@ -259,13 +262,17 @@ func TestHelmOnRealNode(t *testing.T) {
 			return nil
 		})
 		// The downward API gave the manager its container's memory limit,
-		// and the Go runtime got the chart's fraction of what SQLite's page
-		// caches (4 × 32 MiB, outside the Go heap) leave of it.
+		// and the Go runtime got the chart's fraction of what the binary's
+		// pages and SQLite's page caches (outside the Go heap) leave of it.
 		limit := firstManager.Spec.Containers[0].Resources.Limits.Memory().Value()
-		want := fmt.Sprintf(`"bytes":%d`, int64(float64(limit-128<<20)*0.9))
+		goLimit, err := operator.Defaults().Manager.GoMemLimit("", strconv.FormatInt(limit, 10), index.MemoryOutsideGoHeap("sqlite:///data/index.db"))
+		if err != nil || goLimit == 0 {
+			t.Fatalf("GoMemLimit for the chart's %d bytes: %d, %v", limit, goLimit, err)
+		}
+		want := fmt.Sprintf(`"bytes":%d`, goLimit)
 		out, err := exec.Command(c.kubectl, "--kubeconfig", c.kubeconfig, "-n", helmNamespace, "logs", firstManager.Name).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), `"msg":"Go memory limit set"`) || !strings.Contains(string(out), want) {
-			t.Errorf("the manager's log does not say it set Go's memory limit to 0.9 of %d − 128 MiB bytes (%s; %v):\n%s", limit, want, err, firstLines(string(out), 5))
+			t.Errorf("the manager's log does not say it set Go's memory limit from %d bytes (%s; %v):\n%s", limit, want, err, firstLines(string(out), 5))
 		}
 	}) {
 		return

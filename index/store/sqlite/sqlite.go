@@ -125,7 +125,7 @@ var (
 )
 
 // idleConnLife is how long an unused connection stays open. Each one holds
-// its own page cache (up to 32 MiB, cache_size below), which SQLite frees
+// its own page cache (up to 8 MiB, cache_size below), which SQLite frees
 // only when the connection closes: four searches at once over a 19 MB
 // file left 45 MB of cache in two idle connections, and in the scale
 // benchmark the manager's RSS rose 63 MiB with its live heap 2.7 MiB.
@@ -134,19 +134,23 @@ var idleConnLife = time.Minute
 // maxOpenConns bounds the connections, and with them the page caches, the
 // store holds at once: database/sql otherwise opens one per concurrent
 // query, so a burst of searches from the public search endpoint could
-// hold as many caches of up to 32 MiB each (64 searches at once, 2 GiB).
+// hold as many page caches (64 searches at once, 64 of them).
 // Four leaves room for the writer, the checkpointer and two readers at
 // once; a search beyond them waits in the pool for its turn, bounded by
 // its request's deadline (the search API's 10 s, then a 503), which on the
 // few cores a manager gets costs little: SQLite's reads are CPU work in
-// this process. The bound is
-// 4 × 32 MiB. No operation of the store asks for a second connection
-// while it holds one (a write runs in its one transaction, a search closes
-// each result set before the next query), so the cap cannot deadlock.
+// this process. The bound is 4 × 8 MiB. No operation of the store asks
+// for a second connection while it holds one (a write runs in its one
+// transaction, a search closes each result set before the next query), so
+// the cap cannot deadlock.
 const maxOpenConns = 4
 
-// cacheKiB is each connection's page cache (cache_size), in KiB.
-const cacheKiB = 32 << 10
+// cacheKiB is each connection's page cache (cache_size), in KiB. 8 MiB
+// writes as fast as 32 MiB: filling the search benchmark's corpus (5,000
+// sites, 100,000 pages, a 358 MB file) took 289 s with 8 MiB, 285 s with
+// 16 and 318 s with 32 (one run each, same machine): what a bigger cache
+// would hold is in the kernel's page cache anyway. And every MiB here is a MiB the manager's Go heap gives up (GoMemLimit).
+const cacheKiB = 8 << 10
 
 // MaxPageCacheBytes bounds the page caches the store holds at once: memory
 // SQLite allocates outside the Go heap (modernc.org/libc), which the
@@ -167,7 +171,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walLimit))
-	// 32 MiB of page cache per connection rather than 2: writing a site
+	// 8 MiB of page cache per connection rather than 2: writing a site
 	// touches the postings index in many places, and a small cache spills
 	// to the file in the middle of the transaction.
 	q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", cacheKiB))

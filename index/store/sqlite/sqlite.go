@@ -134,7 +134,7 @@ var idleConnLife = time.Minute
 // maxOpenConns bounds the connections, and with them the page caches, the
 // store holds at once: database/sql otherwise opens one per concurrent
 // query, so a burst of searches from the public search endpoint could
-// hold as many page caches (64 searches at once, 64 of them).
+// hold one page cache per search in flight.
 // Four leaves room for the writer, the checkpointer and two readers at
 // once; a search beyond them waits in the pool for its turn, bounded by
 // its request's deadline (the search API's 10 s, then a 503), which on the
@@ -149,7 +149,8 @@ const maxOpenConns = 4
 // writes as fast as 32 MiB: filling the search benchmark's corpus (5,000
 // sites, 100,000 pages, a 358 MB file) took 289 s with 8 MiB, 285 s with
 // 16 and 318 s with 32 (one run each, same machine): what a bigger cache
-// would hold is in the kernel's page cache anyway. And every MiB here is a MiB the manager's Go heap gives up (GoMemLimit).
+// would hold is in the kernel's page cache anyway. And every MiB here is
+// a MiB the manager's Go heap gives up (operator's GoMemLimit).
 const cacheKiB = 8 << 10
 
 // MaxPageCacheBytes bounds the page caches the store holds at once: memory

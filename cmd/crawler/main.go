@@ -109,126 +109,198 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer, failure func(io.Wr
 	}
 }
 
-// runCrawl is the crawl command: it parses and checks the flags, crawls,
-// reports and prints. Most of its length is the flag set, kept in one place
-// so the command's whole interface reads top to bottom.
+// runCrawl is the crawl command, as a list of named steps: parse and check
+// the flags, set up the log, configure the crawl, connect to the results
+// endpoint, crawl, then print and deliver the result.
 func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	o, code, ok := parseCrawl(args, stderr)
+	if !ok {
+		return code
+	}
+	log := o.logger(stderr)
+	cfg := o.engineConfig(log)
+	rep := o.connect(ctx, &cfg, log, getenv)
+	res, err := engine.Crawl(ctx, cfg, o.url)
+	if err != nil {
+		if errors.Is(err, engine.ErrBadInput) {
+			return o.fail(stderr, exitUsage, err)
+		}
+		return o.fail(stderr, exitFailure, err)
+	}
+	return o.deliver(ctx, res, rep, stdout, stderr)
+}
+
+// crawlOptions are the crawl command's flags; parseCrawl fills and checks
+// them.
+type crawlOptions struct {
+	maxPages                   int
+	delay, timeout, reqTimeout time.Duration
+	userAgent                  string
+	allowPrivate               bool
+	sourceIP                   string
+	dnsServer                  string
+	reportURL, reportToken     string
+	logFormat                  string
+
+	// Checked forms of the above.
+	url    string
+	source netip.Addr
+}
+
+// crawlFlags binds the crawl command's flags to o. It is the command's whole
+// interface, kept in one place so that it reads top to bottom.
+func (o *crawlOptions) crawlFlags() *flag.FlagSet {
 	fs := flag.NewFlagSet("crawl", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: crawler crawl [flags] URL")
 		fs.PrintDefaults()
 	}
-	maxPages := fs.Int("max-pages", runreport.MaxPages, "page requests per site, redirects included (at most 20)")
-	delay := fs.Duration("delay", engine.DefaultDelay, "minimum time between requests to the site (raised by a robots.txt Crawl-delay, capped at 60s)")
-	userAgent := fs.String("user-agent", engine.DefaultUserAgent, "User-Agent header; its product (text before '/') is the robots.txt token")
-	allowPrivate := fs.Bool("allow-private", false, "allow loopback, private and other non-public IPv4 targets (tests and local demos only)")
-	sourceIP := fs.String("source-ip", "", "local IPv4 address to send requests from (the egress IP)")
-	timeout := fs.Duration("timeout", 10*time.Minute, "time limit for the whole crawl")
-	requestTimeout := fs.Duration("request-timeout", fetch.DefaultTotalTimeout, "time limit for one request, body included")
-	dnsServer := fs.String("dns-server", "", "resolve names with this DNS server (HOST:PORT) instead of the system resolver")
-	reportURL := fs.String("report-url", "", "POST progress and the final result to this results endpoint")
-	reportToken := fs.String("report-token", "", "bearer token for --report-url (default: $"+runreport.TokenEnv+")")
-	logFormat := fs.String(runreport.LogFormatFlag, runreport.LogFormatText, "log format on stderr: text or json (one object a line, with time, level and msg; what crawler Pods use)")
-	// Shadows fail, so every failure below is a log line in the chosen
-	// format; flags given before a bad one are already set, and crawler
-	// Pods pass --log-format first.
-	fail := func(stderr io.Writer, code int, err error) int {
-		if *logFormat == runreport.LogFormatJSON {
-			return failJSON(stderr, code, err)
-		}
-		return fail(stderr, code, err)
+	fs.IntVar(&o.maxPages, "max-pages", runreport.MaxPages, "page requests per site, redirects included (at most 20)")
+	fs.DurationVar(&o.delay, "delay", engine.DefaultDelay, "minimum time between requests to the site (raised by a robots.txt Crawl-delay, capped at 60s)")
+	fs.StringVar(&o.userAgent, "user-agent", engine.DefaultUserAgent, "User-Agent header; its product (text before '/') is the robots.txt token")
+	fs.BoolVar(&o.allowPrivate, "allow-private", false, "allow loopback, private and other non-public IPv4 targets (tests and local demos only)")
+	fs.StringVar(&o.sourceIP, "source-ip", "", "local IPv4 address to send requests from (the egress IP)")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "time limit for the whole crawl")
+	fs.DurationVar(&o.reqTimeout, "request-timeout", fetch.DefaultTotalTimeout, "time limit for one request, body included")
+	fs.StringVar(&o.dnsServer, "dns-server", "", "resolve names with this DNS server (HOST:PORT) instead of the system resolver")
+	fs.StringVar(&o.reportURL, "report-url", "", "POST progress and the final result to this results endpoint")
+	fs.StringVar(&o.reportToken, "report-token", "", "bearer token for --report-url (default: $"+runreport.TokenEnv+")")
+	fs.StringVar(&o.logFormat, runreport.LogFormatFlag, runreport.LogFormatText, "log format on stderr: text or json (one object a line, with time, level and msg; what crawler Pods use)")
+	return fs
+}
+
+// fail reports a failure as a log line in the chosen format. Flags given
+// before a bad one are already set, and crawler Pods pass --log-format
+// first, so even a refused flag is logged as JSON there.
+func (o *crawlOptions) fail(stderr io.Writer, code int, err error) int {
+	if o.logFormat == runreport.LogFormatJSON {
+		return failJSON(stderr, code, err)
 	}
-	pos, code, ok := parse(fs, args, stderr, fail)
+	return fail(stderr, code, err)
+}
+
+// parseCrawl parses and checks the crawl command's arguments; ok is false
+// when the command ends here with code.
+func parseCrawl(args []string, stderr io.Writer) (o *crawlOptions, code int, ok bool) {
+	o = &crawlOptions{}
+	pos, code, ok := parse(o.crawlFlags(), args, stderr, o.fail)
 	if !ok {
-		return code
+		return o, code, false
 	}
-	if *logFormat != runreport.LogFormatText && *logFormat != runreport.LogFormatJSON {
-		format := *logFormat
-		*logFormat = runreport.LogFormatText
-		return fail(stderr, exitUsage, fmt.Errorf("--%s must be %s or %s, got %q", runreport.LogFormatFlag, runreport.LogFormatText, runreport.LogFormatJSON, format))
+	if err := o.check(pos); err != nil {
+		return o, o.fail(stderr, exitUsage, err), false
+	}
+	return o, 0, true
+}
+
+// check validates the flags and the positional URL, and fills the checked
+// fields.
+func (o *crawlOptions) check(pos []string) error {
+	if o.logFormat != runreport.LogFormatText && o.logFormat != runreport.LogFormatJSON {
+		format := o.logFormat
+		o.logFormat = runreport.LogFormatText
+		return fmt.Errorf("--%s must be %s or %s, got %q", runreport.LogFormatFlag, runreport.LogFormatText, runreport.LogFormatJSON, format)
 	}
 	if len(pos) != 1 {
-		return fail(stderr, exitUsage, fmt.Errorf("crawl takes exactly one URL, got %d", len(pos)))
+		return fmt.Errorf("crawl takes exactly one URL, got %d", len(pos))
 	}
-	if *maxPages < 1 || *maxPages > runreport.MaxPages {
-		return fail(stderr, exitUsage, fmt.Errorf("--max-pages must be between 1 and %d, got %d", runreport.MaxPages, *maxPages))
+	o.url = pos[0]
+	if o.maxPages < 1 || o.maxPages > runreport.MaxPages {
+		return fmt.Errorf("--max-pages must be between 1 and %d, got %d", runreport.MaxPages, o.maxPages)
 	}
-	if *delay < 0 || *timeout <= 0 || *requestTimeout <= 0 {
-		return fail(stderr, exitUsage, errors.New("--delay must not be negative, --timeout and --request-timeout must be positive"))
+	if o.delay < 0 || o.timeout <= 0 || o.reqTimeout <= 0 {
+		return errors.New("--delay must not be negative, --timeout and --request-timeout must be positive")
 	}
-	var src netip.Addr
-	if *sourceIP != "" {
-		a, err := netip.ParseAddr(*sourceIP)
+	if o.sourceIP != "" {
+		a, err := netip.ParseAddr(o.sourceIP)
 		if err != nil || !a.Unmap().Is4() {
-			return fail(stderr, exitUsage, fmt.Errorf("--source-ip must be an IPv4 address, got %q", *sourceIP))
+			return fmt.Errorf("--source-ip must be an IPv4 address, got %q", o.sourceIP)
 		}
-		src = a.Unmap()
+		o.source = a.Unmap()
 	}
-	if *reportURL != "" {
-		u, err := url.Parse(*reportURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fail(stderr, exitUsage, fmt.Errorf("--report-url must be an http(s) URL, got %q", *reportURL))
-		}
+	if o.reportURL != "" && !isHTTPURL(o.reportURL) {
+		return fmt.Errorf("--report-url must be an http(s) URL, got %q", o.reportURL)
 	}
+	return nil
+}
+
+// isHTTPURL reports whether s is an absolute http or https URL with a host.
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// logger is the crawl's log in the chosen format. It also takes over the
+// standard logger: net/http reports a server that sent more than it
+// announced (bytes after a 304, say) through it, quoting those bytes, and
+// page text must never reach the log, where each line of a Pod's log is
+// one JSON object. The message is replaced by a line that says only that
+// it happened.
+func (o *crawlOptions) logger(stderr io.Writer) *slog.Logger {
 	var handler slog.Handler = slog.NewTextHandler(stderr, nil)
-	if *logFormat == runreport.LogFormatJSON {
+	if o.logFormat == runreport.LogFormatJSON {
 		handler = slog.NewJSONHandler(stderr, nil)
 	}
 	log := slog.New(handler)
-	// net/http reports a server that sent more than it announced (bytes
-	// after a 304, say) through the standard logger, quoting those bytes:
-	// page text must never reach the log, and each line of a Pod's log is
-	// one JSON object. The message is replaced by a line that says only
-	// that it happened.
 	stdlog.SetFlags(0)
 	stdlog.SetOutput(withheld{log})
+	return log
+}
+
+// engineConfig is the crawl's configuration from the flags.
+func (o *crawlOptions) engineConfig(log *slog.Logger) engine.Config {
 	cfg := engine.Config{
-		MaxPages:  *maxPages,
-		Delay:     *delay,
-		UserAgent: *userAgent,
-		Timeout:   *timeout,
+		MaxPages:  o.maxPages,
+		Delay:     o.delay,
+		UserAgent: o.userAgent,
+		Timeout:   o.timeout,
 		Log:       log,
 		Fetch: fetch.Config{
-			Dialer:       fetch.Dialer{AllowPrivate: *allowPrivate, SourceIP: src},
-			TotalTimeout: *requestTimeout,
+			Dialer:       fetch.Dialer{AllowPrivate: o.allowPrivate, SourceIP: o.source},
+			TotalTimeout: o.reqTimeout,
 		},
 	}
-	if *dnsServer != "" {
-		cfg.Fetch.Dialer.Resolver = verify.ResolverFor(*dnsServer)
+	if o.dnsServer != "" {
+		cfg.Fetch.Dialer.Resolver = verify.ResolverFor(o.dnsServer)
 	}
-	var rep *reporter.Client
-	if *reportURL != "" {
-		token := *reportToken
-		if token == "" {
-			token = getenv(runreport.TokenEnv)
-		}
-		rep = reporter.New(*reportURL, token, log)
-		cfg.Progress = func(c runreport.Crawl) { rep.Progress(ctx, c) }
-		// The validators of the site's last crawl, for conditional
-		// requests; without them every page is fetched in full.
-		if prev, err := rep.Previous(ctx); err != nil {
-			log.Warn("previous crawl's validators not available: every page is fetched in full", "err", err)
-		} else {
-			cfg.Previous = prev.Pages
-			log.Info("previous crawl", "pages", len(prev.Pages))
-		}
+	return cfg
+}
+
+// connect sets up reporting to the results endpoint, when there is one:
+// progress after every page, and the validators of the site's last crawl
+// for conditional requests (without them every page is fetched in full).
+// It returns nil without --report-url.
+func (o *crawlOptions) connect(ctx context.Context, cfg *engine.Config, log *slog.Logger, getenv func(string) string) *reporter.Client {
+	if o.reportURL == "" {
+		return nil
 	}
-	res, err := engine.Crawl(ctx, cfg, pos[0])
-	if err != nil {
-		if errors.Is(err, engine.ErrBadInput) {
-			return fail(stderr, exitUsage, err)
-		}
-		return fail(stderr, exitFailure, err)
+	token := o.reportToken
+	if token == "" {
+		token = getenv(runreport.TokenEnv)
 	}
+	rep := reporter.New(o.reportURL, token, log)
+	cfg.Progress = func(c runreport.Crawl) { rep.Progress(ctx, c) }
+	if prev, err := rep.Previous(ctx); err != nil {
+		log.Warn("previous crawl's validators not available: every page is fetched in full", "err", err)
+	} else {
+		cfg.Previous = prev.Pages
+		log.Info("previous crawl", "pages", len(prev.Pages))
+	}
+	return rep
+}
+
+// deliver prints the crawl document on stdout and sends it to the results
+// endpoint as the final report, when there is one.
+func (o *crawlOptions) deliver(ctx context.Context, res runreport.Crawl, rep *reporter.Client, stdout, stderr io.Writer) int {
 	enc := json.NewEncoder(stdout)
-	if *logFormat == runreport.LogFormatText {
+	if o.logFormat == runreport.LogFormatText {
 		// For people. With JSON logs (a Pod, whose stdout and stderr are
 		// one log) the document stays on one line, so every line of the
 		// log is one JSON object.
 		enc.SetIndent("", "  ")
 	}
 	if err := enc.Encode(res); err != nil {
-		return fail(stderr, exitFailure, err)
+		return o.fail(stderr, exitFailure, err)
 	}
 	if rep != nil {
 		// The final report goes out even when the crawl was interrupted
@@ -236,7 +308,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		// reporter.DefaultStopGrace, so the process ends inside the Pod's
 		// termination grace period however the results endpoint behaves.
 		if err := rep.Final(ctx, res); err != nil {
-			return fail(stderr, exitFailure, err)
+			return o.fail(stderr, exitFailure, err)
 		}
 	}
 	return exitOK

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lohisoft/crawl-operator/crawler/egresscheck"
 	"github.com/lohisoft/crawl-operator/crawler/engine"
 	"github.com/lohisoft/crawl-operator/crawler/fetch"
 	"github.com/lohisoft/crawl-operator/crawler/reporter"
@@ -34,6 +35,8 @@ const (
 	exitOK      = 0
 	exitFailure = 1                      // runtime failure: final report not delivered, not verified
 	exitUsage   = runreport.ExitBadInput // bad input
+
+	exitEgressUnverified = runreport.ExitEgressUnverified // nothing sent: the egress address is not the published one
 )
 
 func main() {
@@ -79,9 +82,9 @@ func fail(stderr io.Writer, code int, err error) int {
 }
 
 // failJSON logs a failure as the last line of a JSON log: level ERROR,
-// the error as msg.
-func failJSON(stderr io.Writer, code int, err error) int {
-	slog.New(slog.NewJSONHandler(stderr, nil)).Error(strings.ReplaceAll(err.Error(), "\n", " "))
+// the error as msg, with attrs as fields.
+func failJSON(stderr io.Writer, code int, err error, attrs ...any) int {
+	slog.New(slog.NewJSONHandler(stderr, nil)).Error(strings.ReplaceAll(err.Error(), "\n", " "), attrs...)
 	return code
 }
 
@@ -110,8 +113,9 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer, failure func(io.Wr
 }
 
 // runCrawl is the crawl command, as a list of named steps: parse and check
-// the flags, set up the log, configure the crawl, connect to the results
-// endpoint, crawl, then print and deliver the result.
+// the flags, set up the log, configure the crawl, verify the source address
+// sites will see, connect to the results endpoint, crawl, then print and
+// deliver the result.
 func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	o, code, ok := parseCrawl(args, stderr)
 	if !ok {
@@ -119,7 +123,11 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	}
 	log := o.logger(stderr)
 	cfg := o.engineConfig(log)
-	rep := o.connect(ctx, &cfg, log, getenv)
+	egressIP, code, ok := o.verifyEgress(ctx, cfg, log, stderr)
+	if !ok {
+		return code
+	}
+	rep := o.connect(ctx, &cfg, egressIP, log, getenv)
 	res, err := engine.Crawl(ctx, cfg, o.url)
 	if err != nil {
 		if errors.Is(err, engine.ErrBadInput) {
@@ -127,6 +135,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		}
 		return o.fail(stderr, exitFailure, err)
 	}
+	res.EgressIP = egressIP
 	return o.deliver(ctx, res, rep, stdout, stderr)
 }
 
@@ -141,10 +150,13 @@ type crawlOptions struct {
 	dnsServer                  string
 	reportURL, reportToken     string
 	logFormat                  string
+	echoURL, expectEgressIP    string
 
 	// Checked forms of the above.
-	url    string
-	source netip.Addr
+	url          string
+	source       netip.Addr
+	echo         *url.URL
+	expectEgress netip.Addr
 }
 
 // crawlFlags binds the crawl command's flags to o. It is the command's whole
@@ -165,6 +177,8 @@ func (o *crawlOptions) crawlFlags() *flag.FlagSet {
 	fs.StringVar(&o.dnsServer, "dns-server", "", "resolve names with this DNS server (HOST:PORT) instead of the system resolver")
 	fs.StringVar(&o.reportURL, "report-url", "", "POST progress and the final result to this results endpoint")
 	fs.StringVar(&o.reportToken, "report-token", "", "bearer token for --report-url (default: $"+runreport.TokenEnv+")")
+	fs.StringVar(&o.echoURL, "egress-echo-url", "", "before the first request to the site, ask this echo service (http or https) which source address sites see, and crawl only if it is --expect-egress-ip; it answers 200 with the caller's IPv4 address as plain text or as JSON {\"ip\":\"ADDRESS\"}")
+	fs.StringVar(&o.expectEgressIP, "expect-egress-ip", "", "the IPv4 address sites must see (the egress node's published address), checked with --egress-echo-url")
 	fs.StringVar(&o.logFormat, runreport.LogFormatFlag, runreport.LogFormatText, "log format on stderr: text or json (one object a line, with time, level and msg; what crawler Pods use)")
 	return fs
 }
@@ -221,6 +235,26 @@ func (o *crawlOptions) check(pos []string) error {
 	if o.reportURL != "" && !isHTTPURL(o.reportURL) {
 		return fmt.Errorf("--report-url must be an http(s) URL, got %q", o.reportURL)
 	}
+	return o.checkEgress()
+}
+
+// checkEgress checks the egress verification flags: both or neither.
+func (o *crawlOptions) checkEgress() error {
+	if (o.echoURL == "") != (o.expectEgressIP == "") {
+		return errors.New("--egress-echo-url and --expect-egress-ip go together")
+	}
+	if o.echoURL == "" {
+		return nil
+	}
+	if !isHTTPURL(o.echoURL) {
+		return fmt.Errorf("--egress-echo-url must be an http(s) URL, got %q", o.echoURL)
+	}
+	o.echo, _ = url.Parse(o.echoURL)
+	a, err := netip.ParseAddr(o.expectEgressIP)
+	if err != nil || !a.Unmap().Is4() {
+		return fmt.Errorf("--expect-egress-ip must be an IPv4 address, got %q", o.expectEgressIP)
+	}
+	o.expectEgress = a.Unmap()
 	return nil
 }
 
@@ -266,11 +300,53 @@ func (o *crawlOptions) engineConfig(log *slog.Logger) engine.Config {
 	return cfg
 }
 
+// verifyEgress asks the echo service, through the crawl's own dialer, which
+// source address sites will see, before anything is sent to the site, and
+// returns it when it is the expected one. Otherwise the command ends here
+// with ExitEgressUnverified, having sent the site nothing. Without
+// --egress-echo-url there is nothing to verify.
+func (o *crawlOptions) verifyEgress(ctx context.Context, cfg engine.Config, log *slog.Logger, stderr io.Writer) (ip string, code int, ok bool) {
+	if o.echo == nil {
+		return "", 0, true
+	}
+	fc := cfg.Fetch
+	fc.UserAgent = cfg.UserAgent
+	verified, err := egresscheck.Check{URL: o.echo, Expected: o.expectEgress, Fetch: fc}.Run(ctx)
+	if ctx.Err() != nil {
+		// Stopped (SIGTERM) while asking: that says nothing about the
+		// node, which must not be blamed for it.
+		return "", o.fail(stderr, exitFailure, fmt.Errorf("stopped before the egress address was verified: %w", ctx.Err())), false
+	}
+	if err != nil {
+		return "", o.failEgress(stderr, err), false
+	}
+	log.Info("egress address verified", "ip", verified.String(), "echo", o.echo.Redacted())
+	return verified.String(), 0, true
+}
+
+// failEgress ends the command on an unverified egress address. With JSON
+// logs the last line carries both addresses as fields, so the operator
+// reads them from the Pod's termination message without parsing prose.
+func (o *crawlOptions) failEgress(stderr io.Writer, err error) int {
+	var attrs []any
+	var e *egresscheck.Error
+	if errors.As(err, &e) {
+		attrs = append(attrs, runreport.LogExpectedEgressIP, e.Expected.String())
+		if e.Observed.IsValid() {
+			attrs = append(attrs, runreport.LogObservedEgressIP, e.Observed.String())
+		}
+	}
+	if o.logFormat == runreport.LogFormatJSON {
+		return failJSON(stderr, exitEgressUnverified, err, attrs...)
+	}
+	return fail(stderr, exitEgressUnverified, err)
+}
+
 // connect sets up reporting to the results endpoint, when there is one:
 // progress after every page, and the validators of the site's last crawl
 // for conditional requests (without them every page is fetched in full).
 // It returns nil without --report-url.
-func (o *crawlOptions) connect(ctx context.Context, cfg *engine.Config, log *slog.Logger, getenv func(string) string) *reporter.Client {
+func (o *crawlOptions) connect(ctx context.Context, cfg *engine.Config, egressIP string, log *slog.Logger, getenv func(string) string) *reporter.Client {
 	if o.reportURL == "" {
 		return nil
 	}
@@ -279,7 +355,10 @@ func (o *crawlOptions) connect(ctx context.Context, cfg *engine.Config, log *slo
 		token = getenv(runreport.TokenEnv)
 	}
 	rep := reporter.New(o.reportURL, token, log)
-	cfg.Progress = func(c runreport.Crawl) { rep.Progress(ctx, c) }
+	cfg.Progress = func(c runreport.Crawl) {
+		c.EgressIP = egressIP
+		rep.Progress(ctx, c)
+	}
 	if prev, err := rep.Previous(ctx); err != nil {
 		log.Warn("previous crawl's validators not available: every page is fetched in full", "err", err)
 	} else {

@@ -17,6 +17,17 @@ const (
 	// it cannot crawl, a bad flag): running it again with the same input
 	// fails the same way, so the operator does not retry on a timer.
 	ExitBadInput = 2
+	// ExitEgressUnverified is the crawler's exit code when the source
+	// address sites would see could not be verified as the egress node's
+	// published one (--egress-echo-url, --expect-egress-ip): it sent
+	// nothing to the site. The fault is the node's, not the site's, so the
+	// operator keeps crawls off the node and retries elsewhere at once.
+	// The crawler's last log line carries the two addresses under
+	// LogExpectedEgressIP and LogObservedEgressIP (absent when the echo
+	// gave none).
+	ExitEgressUnverified = 3
+	LogExpectedEgressIP  = "expectedEgressIP"
+	LogObservedEgressIP  = "observedEgressIP"
 	// LogFormatFlag is the crawl command's flag choosing its log format;
 	// crawler Pods pass LogFormatJSON, so one log pipeline reads manager
 	// and crawler alike, and the operator reads the message of the last

@@ -26,6 +26,11 @@ type Crawl struct {
 	OffSiteLinks []OffSiteLink `json:"offSiteLinks,omitempty"`
 	// Stats measures what the crawl cost the site.
 	Stats Stats `json:"stats"`
+	// EgressIP is the source address the crawl was verified to leave
+	// from, as an echo service outside the cluster saw it before the
+	// first request to the site (--egress-echo-url); absent when the
+	// crawl was not verified.
+	EgressIP string `json:"egressIP,omitempty"`
 }
 
 // Stats measures a crawl.

@@ -14,7 +14,8 @@ import (
 //     "~") are decoded, so "/%62%61%7A" and "/baz" are the same path;
 //   - other percent-encodings stay encoded (an encoded "/" is not a path
 //     separator) with upper-case hex digits;
-//   - spaces and control octets are percent-encoded;
+//   - spaces and control octets are percent-encoded, and in the query the
+//     octets browsers encode there (percent.EncodedInQuery);
 //   - in the query, ':', '/', '?' and '@' are taken raw whether written
 //     raw or encoded: RFC 3986 allows them raw there, where they delimit
 //     nothing, so "?u=https://a.b" and "?u=https%3A%2F%2Fa.b" are one
@@ -52,7 +53,7 @@ func canonical(s string) string {
 				b.WriteByte(upperHex[v&15])
 			}
 			i += 2
-		case c >= 0x80 || c <= 0x20 || c == 0x7F:
+		case c >= 0x80 || c <= 0x20 || c == 0x7F || inQuery && percent.EncodedInQuery(c):
 			b.WriteByte('%')
 			b.WriteByte(upperHex[c>>4])
 			b.WriteByte(upperHex[c&15])
@@ -65,7 +66,7 @@ func canonical(s string) string {
 
 func needsCanonical(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == '%' || c >= 0x80 || c <= 0x20 || c == 0x7F {
+		if c := s[i]; c == '%' || c >= 0x80 || c <= 0x20 || c == 0x7F || percent.EncodedInQuery(c) {
 			return true
 		}
 	}

@@ -159,7 +159,11 @@ func TestResolveRFC3986Examples(t *testing.T) {
 		{"g?y/../x", "http://a/b/c/g?y/../x"},
 		{"g#s/./x", "http://a/b/c/g"},
 		{"g#s/../x", "http://a/b/c/g"},
-		{"http:g", ""}, // strict parsers: "http:g", no host, not followed
+		// RFC 3986 allows both readings: "http:g" for strict parsers, a
+		// reference relative to the page "for backward compatibility".
+		// Browsers take the second (the URL Standard: a scheme equal to
+		// the page's, without "//"), so a visitor follows the link there.
+		{"http:g", "http://a/b/c/g"},
 	}
 	for _, c := range cases {
 		for _, ref := range []string{c.ref, encodeDots(c.ref, "%2e"), encodeDots(c.ref, "%2E")} {

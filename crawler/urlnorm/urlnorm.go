@@ -63,7 +63,7 @@ func IsIPv6Host(host string) bool {
 }
 
 func validPort(p string) bool {
-	if len(p) > 5 {
+	if p = strings.TrimLeft(p, "0"); len(p) > 5 {
 		return false
 	}
 	n := 0
@@ -88,8 +88,9 @@ func validPort(p string) bool {
 //     and "/a/../x" are all "/x": the path the crawler requests, and
 //     matches robots.txt against, has no "." or ".." segment that a
 //     server would resolve differently;
-//   - in the query, spaces, control and non-ASCII octets percent-encoded
-//     (as browsers send them, and as robots.txt matching compares them);
+//   - in the query, spaces, control and non-ASCII octets and '"', '\”,
+//     '<', '>' percent-encoded (as browsers send them, and as robots.txt
+//     matching compares them);
 //   - an empty query ("?") dropped.
 //
 // Empty segments ("//") and encoded slashes ("%2F") are kept: they are
@@ -107,8 +108,21 @@ func Normalize(u *url.URL) *url.URL {
 	// Internationalised names travel as punycode (what DNS answers for).
 	if a, err := idna.Lookup.ToASCII(host); err == nil {
 		host = a
+	} else if strings.Contains(host, "xn--") {
+		// A label that claims to be punycode and is not names no host a
+		// browser connects to (other errors are the stricter rules of
+		// lookup, such as "_", which DNS does not mind).
+		host = ""
 	}
-	port := n.Port()
+	// A host that ends in a number is an IPv4 address however it is
+	// written ("0x7f.1", "2130706433"): written as browsers connect to it.
+	if a, numeric, ok := ipv4(host); numeric && ok {
+		host = a
+	}
+	port := strings.TrimLeft(n.Port(), "0")
+	if port == "" && n.Port() != "" {
+		port = "0"
+	}
 	if port == DefaultPort(n.Scheme) {
 		port = ""
 	}
@@ -128,10 +142,15 @@ func Normalize(u *url.URL) *url.URL {
 }
 
 // validHost accepts DNS names (letters, digits, '-' inside and '_' in
-// labels of 1–63 octets) and IPv4 literals.
+// labels of 1–63 octets) and IPv4 addresses in dotted-decimal form (as
+// Normalize writes every address); a host that ends in a number but is no
+// address ("1.2.3.4.5") is neither.
 func validHost(h string) bool {
 	if h == "" || len(h) > 253 {
 		return false
+	}
+	if a, numeric, ok := ipv4(h); numeric {
+		return ok && a == h
 	}
 	for _, label := range strings.Split(h, ".") {
 		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
@@ -170,24 +189,16 @@ func Origin(u *url.URL) string {
 // SameSite reports whether two URLs are on the same scheme+host+port.
 func SameSite(a, b *url.URL) bool { return Origin(a) == Origin(b) }
 
-// Resolve turns an href found on page base into a normalised absolute URL.
-// It returns ok=false for links the crawler cannot follow: other schemes
-// (mailto:, javascript:, data:, ...), hosts with credentials, IPv6 hosts and
-// malformed references.
+// Resolve turns an href found on page base into a normalised absolute URL,
+// the one a browser requests for it (browserForm). It returns ok=false for
+// links the crawler cannot follow: other schemes (mailto:, javascript:,
+// data:, ...), hosts with credentials, IPv6 hosts and references no browser
+// makes a URL of.
 func Resolve(base *url.URL, href string) (u *url.URL, ok bool) {
-	href = strings.TrimSpace(href)
-	// Browsers strip tabs and newlines anywhere in a URL. (Byte-wise:
-	// strings.Map would turn invalid UTF-8 into U+FFFD and change the URL.)
-	if strings.ContainsAny(href, "\t\n\r") {
-		b := make([]byte, 0, len(href))
-		for i := 0; i < len(href); i++ {
-			if c := href[i]; c != '\t' && c != '\n' && c != '\r' {
-				b = append(b, c)
-			}
-		}
-		href = string(b)
+	href, ok = browserForm(strings.ToLower(base.Scheme), href)
+	if !ok {
+		return nil, false
 	}
-	href = backslashesToSlashes(href)
 	ref, err := url.Parse(href)
 	if err != nil {
 		return nil, false
@@ -202,9 +213,33 @@ func Resolve(base *url.URL, href string) (u *url.URL, ok bool) {
 	if ref.Opaque == "" {
 		setEscapedPath(ref, canonicalEscapes(ref.EscapedPath()))
 	}
-	abs := b.ResolveReference(ref)
+	return checked(b.ResolveReference(ref))
+}
+
+// Absolute reads a URL written in full, as a sitemap's <loc> (and a
+// robots.txt Sitemap line) must be: "http://" or "https://" (any case)
+// and the rest, around it only white space. Anything else (a relative
+// reference, "http:/x", another scheme) is ok=false: it names no URL by
+// itself, and the crawler makes none up from it.
+func Absolute(s string) (*url.URL, bool) {
+	s = strings.TrimSpace(s)
+	scheme, rest, ok := splitScheme(s)
+	if !ok || !isSpecial(scheme) || !strings.HasPrefix(rest, "//") {
+		return nil, false
+	}
+	return Resolve(&url.URL{Scheme: scheme}, s)
+}
+
+// checked normalises an absolute URL the crawler may request, or says it
+// may not.
+func checked(abs *url.URL) (*url.URL, bool) {
 	if abs.Scheme != "http" && abs.Scheme != "https" {
 		return nil, false
+	}
+	if u := abs.User; u != nil && u.Username() == "" {
+		if pw, set := u.Password(); !set || pw == "" {
+			abs.User = nil // "http://@host", "http://:@host": no credentials
+		}
 	}
 	if abs.Host == "" || abs.User != nil || IsIPv6Host(abs.Host) {
 		return nil, false
@@ -248,11 +283,13 @@ func backslashesToSlashes(href string) string {
 	return strings.ReplaceAll(href[:end], `\`, "/") + href[end:]
 }
 
-// encodeRaw percent-encodes the octets that may not appear raw in a
-// request target: controls, space, DEL and non-ASCII.
+// encodeRaw percent-encodes the octets of a query that browsers encode
+// (the URL Standard's special-query percent-encode set): controls, space,
+// DEL, non-ASCII, and '"', '\”, '<' and '>', so the crawler asks for the
+// query a visitor's browser asks for.
 func encodeRaw(s string) string {
 	const upperHex = "0123456789ABCDEF"
-	raw := func(c byte) bool { return c > 0x20 && c < 0x7F }
+	raw := func(c byte) bool { return c > 0x20 && c < 0x7F && !percent.EncodedInQuery(c) }
 	i := 0
 	for i < len(s) && raw(s[i]) {
 		i++

@@ -21,6 +21,13 @@ func Unhex(c byte) byte {
 	}
 }
 
+// EncodedInQuery reports whether browsers percent-encode c, printable
+// ASCII, in the query of an http(s) URL (the URL Standard's special-query
+// percent-encode set, beyond controls and space): URL normalisation writes
+// it encoded there, and robots.txt matching compares it encoded, so a
+// pattern written with the raw character matches the URL requested.
+func EncodedInQuery(c byte) bool { return c == '"' || c == '\'' || c == '<' || c == '>' }
+
 // IsUnreserved reports whether c is an unreserved character of RFC 3986
 // (ALPHA, DIGIT, "-", ".", "_", "~"): its escaped and raw forms are the
 // same URL, so it is always written raw.

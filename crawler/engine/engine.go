@@ -549,60 +549,79 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) {
 			return
 		}
 		resp := o.resp
-		switch code := resp.StatusCode; {
-		case isChallenge(code, resp.Header, resp.Body):
-			c.skip(cur.String(), challengeReason(code))
-			c.stop(ChallengeRetryAfter)
-			return
-		case code == http.StatusNotModified:
-			c.notModified(cur, resp)
-			return
-		case code >= 300 && code < 400:
-			next, ok := c.redirectTarget(cur, resp, hop)
-			if !ok {
-				return
-			}
+		next, read := c.status("", cur, resp, hop)
+		switch {
+		case next != nil:
 			c.alias(key(next), key(cur))
-			c.skip(cur.String(), fmt.Sprintf("HTTP %d: redirects to %s", code, next))
+			c.skip(cur.String(), fmt.Sprintf("HTTP %d: redirects to %s", resp.StatusCode, next))
 			cur = next
 			continue
-		case code == http.StatusUnauthorized || code == http.StatusForbidden:
-			c.skip(cur.String(), fmt.Sprintf("HTTP %d: access restricted, not bypassed", code))
-			return
-		case code < 200 || code >= 300:
-			c.skip(cur.String(), fmt.Sprintf("HTTP %d", code))
-			return
+		case !read:
+		case resp.StatusCode == http.StatusNotModified:
+			c.notModified(cur, resp)
+		default:
+			c.page(cur, resp)
 		}
-		c.page(cur, resp)
 		return
 	}
 }
 
-func (c *crawler) redirectTarget(cur *url.URL, resp *fetch.Response, hop int) (*url.URL, bool) {
+// status applies what a response's status means for any request of the
+// crawl, a page's or a sitemap's (what starts the skipped entry: "" or
+// "sitemap: "), so the two cannot drift apart: a bot-protection challenge
+// leaves the site alone; a redirect is followed only on this site, to a URL
+// not requested yet, at most MaxRedirects deep; 401 and 403 are not
+// bypassed; any other status but 2xx and 304 ends the URL. It returns the
+// redirect target to request next, or read when the caller reads the
+// response (a 2xx, or a 304 to a conditional request); neither when the URL
+// is done with, its skipped entry written.
+func (c *crawler) status(what string, cur *url.URL, resp *fetch.Response, hop int) (next *url.URL, read bool) {
+	switch code := resp.StatusCode; {
+	case isChallenge(code, resp.Header, resp.Body):
+		c.skip(cur.String(), what+challengeReason(code))
+		c.stop(ChallengeRetryAfter)
+	case code >= 200 && code < 300, code == http.StatusNotModified:
+		return nil, true
+	case code >= 300 && code < 400:
+		return c.redirectTarget(what, cur, resp, hop), false
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		c.skip(cur.String(), fmt.Sprintf("%sHTTP %d: access restricted, not bypassed", what, code))
+	default:
+		c.skip(cur.String(), fmt.Sprintf("%sHTTP %d", what, code))
+	}
+	return nil, false
+}
+
+// redirectTarget is where a redirect leads, when the crawl follows it (and
+// the target is then taken off the queue: it is requested now); nil, with
+// the skipped entry written, when not.
+func (c *crawler) redirectTarget(what string, cur *url.URL, resp *fetch.Response, hop int) *url.URL {
 	loc := resp.Header.Get("Location")
 	next, ok := urlnorm.Resolve(cur, loc)
+	why := ""
 	switch {
 	case loc == "" || !ok:
-		c.skip(cur.String(), fmt.Sprintf("HTTP %d without a usable Location", resp.StatusCode))
+		why = fmt.Sprintf("HTTP %d without a usable Location", resp.StatusCode)
 	case !urlnorm.SameSite(next, c.start):
-		c.skip(cur.String(), fmt.Sprintf("redirects off-site to %s (not followed)", next))
+		why = fmt.Sprintf("redirects off-site to %s (not followed)", next)
 	case len(next.String()) > runreport.MaxURLLength:
-		c.skip(cur.String(), fmt.Sprintf("redirects to a URL longer than %d bytes", runreport.MaxURLLength))
+		why = fmt.Sprintf("redirects to a URL longer than %d bytes", runreport.MaxURLLength)
 	case hop+1 > MaxRedirects:
-		c.skip(cur.String(), "too many redirects")
+		why = "too many redirects"
 	case c.isPage(next):
 		c.alias(key(next), key(cur))
-		c.skip(cur.String(), "redirects to "+next.String()+" (already crawled)")
+		why = "redirects to " + next.String() + " (already crawled)"
 	case next.String() == cur.String() || key(next) != key(cur) && c.seen[key(next)] && !c.inQueue(next):
 		// (A redirect that only adds a session id is followed: the
 		// server insists, and the page is recorded without it.)
-		c.skip(cur.String(), "redirect loop via "+next.String())
+		why = "redirect loop via " + next.String()
 	default:
 		c.seen[key(next)] = true
 		c.dequeue(next)
-		return next, true
+		return next
 	}
-	return nil, false
+	c.skip(cur.String(), what+why)
+	return nil
 }
 
 func (c *crawler) isPage(u *url.URL) bool {

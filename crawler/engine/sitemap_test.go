@@ -248,8 +248,8 @@ func TestSitemapNeedsBudgetLeft(t *testing.T) {
 	}
 }
 
-// Sitemaps come from robots.txt's Sitemap lines on this site (others are
-// not read); at most 2 sitemap requests, index, redirect and retry
+// Sitemaps come from robots.txt's Sitemap lines on this site written in
+// full (others are not read); at most 2 sitemap requests, index, redirect and retry
 // included; robots.txt applies to them.
 func TestSitemapSources(t *testing.T) {
 	urlset := func(s *testsite.Site, paths ...string) http.HandlerFunc {
@@ -281,8 +281,10 @@ func TestSitemapSources(t *testing.T) {
 			s.Handle("/a.xml", urlset(s, "/from-a"))
 			s.Handle("/relative.xml", urlset(s, "/from-relative"))
 			s.Handle("/b.xml", urlset(s, "/from-b"))
-		}, []string{"/a.xml", "/relative.xml", "/from-a", "/from-relative"}, map[string]string{
-			"/robots.txt": "sitemaps not read: 1 on other sites, 2 over the limit of 2 sitemap requests",
+		}, []string{"/a.xml", "/b.xml", "/from-a", "/from-b"}, map[string]string{
+			// A relative Sitemap line names no URL (the protocol: "the
+			// complete URL"): none is made up from it.
+			"/robots.txt": "sitemaps not read: 1 on other sites, 1 over the limit of 2 sitemap requests, 1 unusable",
 		}},
 		{"no sitemap on this site: /sitemap.xml", func(s *testsite.Site) {
 			s.Robots("Sitemap: http://other.example/sitemap.xml\n")
@@ -344,60 +346,61 @@ func TestSitemapSources(t *testing.T) {
 // the crawler reads what it can use before the fault, says why it stopped
 // in skipped, and goes on by links.
 func TestHostileSitemaps(t *testing.T) {
-	var bomb []byte // 60 MiB of sitemap, gzip-compressed: more than may be read
-	{
+	// 60 MiB of sitemap, gzip-compressed: more than may be read. Its URLs
+	// are written in full, on the site that serves it.
+	bomb := func(site string) []byte {
 		var b bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
-		io.WriteString(zw, `<urlset><url><loc>/first</loc></url>`)
+		zw, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
+		io.WriteString(zw, `<urlset><url><loc>`+site+`/first</loc></url>`)
 		comment := "<!--" + strings.Repeat("z", 60<<10) + "-->"
 		for n := 0; n < 60<<20; n += len(comment) {
 			io.WriteString(zw, comment)
 		}
-		io.WriteString(zw, `<url><loc>/after-the-limit</loc></url></urlset>`)
+		io.WriteString(zw, `<url><loc>`+site+`/after-the-limit</loc></url></urlset>`)
 		zw.Close()
-		bomb = b.Bytes()
+		return b.Bytes()
+	}
+	// body serves a sitemap whose "SITE" is the serving site.
+	body := func(b string) func(string) http.HandlerFunc {
+		return func(site string) http.HandlerFunc {
+			b := strings.ReplaceAll(b, "SITE", site)
+			return func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, b) }
+		}
 	}
 	for _, c := range []struct {
 		name    string
-		serve   http.HandlerFunc
+		serve   func(site string) http.HandlerFunc
 		want    []string // sitemap URLs requested, in order
 		reason  string   // start of the sitemap's reason
 		maxHeap uint64   // bound on the heap growth while crawling
 	}{
-		{"gzip bomb as a file", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/gzip")
-			w.Write(bomb)
+		{"gzip bomb as a file", func(site string) http.HandlerFunc {
+			b := bomb(site)
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/gzip")
+				w.Write(b)
+			}
 		}, []string{"/first"}, "sitemap: 1 URL", 40 << 20},
-		{"gzip bomb as Content-Encoding", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Encoding", "gzip")
-			w.Write(bomb)
+		{"gzip bomb as Content-Encoding", func(site string) http.HandlerFunc {
+			b := bomb(site)
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Encoding", "gzip")
+				w.Write(b)
+			}
 		}, []string{"/first"}, "sitemap: 1 URL", 40 << 20},
-		{"malformed XML", func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, `<urlset><url><loc>/a1</loc></url><url><loc>/a2</loc></url><url><<loc>/a3</loc></url></urlset>`)
-		}, []string{"/a1", "/a2"}, "sitemap: 2 URLs", 0},
-		{"entities are not expanded", func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, `<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;"><!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;"><!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;"><!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;"><!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;"><!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;"><!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;"><!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">]>`+
-				`<urlset><url><loc>/e&lol9;</loc></url><url><loc>/plain?a=1&amp;b=2</loc></url><url><loc>/amp?a=1&b=2</loc></url></urlset>`)
-		}, []string{"/e&lol9;", "/plain?a=1&b=2", "/amp?a=1&b=2"}, "sitemap: 3 URLs", 16 << 20},
-		{"2 MiB line in a text sitemap", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/plain")
-			io.WriteString(w, "/t1\n/"+strings.Repeat("x", 2<<20)+"\n/t2\r\n\n/t3")
-		}, []string{"/t1", "/t2", "/t3"}, "sitemap: 4 URLs", 16 << 20},
-		{"2 MiB element in XML", func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, "<urlset><url><loc>/x1</loc></url><url><loc>/"+strings.Repeat("x", 2<<20)+"</loc></url><url><loc>/x2</loc></url></urlset>")
-		}, []string{"/x1"}, "sitemap: 1 URL", 16 << 20},
-		{"deep nesting", func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, "<urlset><url><loc>/d1</loc></url>"+strings.Repeat("<url>", 1<<20))
-		}, []string{"/d1"}, "sitemap: 1 URL", 16 << 20},
-		{"binary junk", func(w http.ResponseWriter, r *http.Request) {
-			w.Write(bytes.Repeat([]byte{0, 0xff, '<', 0x80}, 1<<18))
-		}, nil, "sitemap: ", 16 << 20},
-		{"empty", func(w http.ResponseWriter, r *http.Request) {}, nil, "sitemap: no URLs", 0},
+		{"malformed XML", body(`<urlset><url><loc>SITE/a1</loc></url><url><loc>SITE/a2</loc></url><url><<loc>SITE/a3</loc></url></urlset>`), []string{"/a1", "/a2"}, "sitemap: 2 URLs", 0},
+		{"entities are not expanded", body(`<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;"><!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;"><!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;"><!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;"><!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;"><!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;"><!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;"><!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">]>` +
+			`<urlset><url><loc>SITE/e&lol9;</loc></url><url><loc>&lol9;</loc></url><url><loc>SITE/plain?a=1&amp;b=2</loc></url><url><loc>SITE/amp?a=1&b=2</loc></url></urlset>`), []string{"/plain?a=1&b=2", "/amp?a=1&b=2"}, "sitemap: 4 URLs (2 usable, 2 unusable)", 16 << 20},
+		{"2 MiB line in a text sitemap", body("SITE/t1\nSITE/" + strings.Repeat("x", 2<<20) + "\nSITE/t2\r\n\n/relative\nSITE/t3"), []string{"/t1", "/t2", "/t3"}, "sitemap: 5 URLs (3 usable, 2 unusable)", 16 << 20},
+		{"2 MiB element in XML", body("<urlset><url><loc>SITE/x1</loc></url><url><loc>SITE/" + strings.Repeat("x", 2<<20) + "</loc></url><url><loc>SITE/x2</loc></url></urlset>"), []string{"/x1"}, "sitemap: 1 URL", 16 << 20},
+		{"deep nesting", body("<urlset><url><loc>SITE/d1</loc></url>" + strings.Repeat("<url>", 1<<20)), []string{"/d1"}, "sitemap: 1 URL", 16 << 20},
+		{"binary junk", body(string(bytes.Repeat([]byte{0, 0xff, '<', 0x80}, 1<<18))), nil, "sitemap: ", 16 << 20},
+		{"empty", body(""), nil, "sitemap: no URLs", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := testsite.New(t)
 			s.HTML("/", testsite.Page("Home", marker, "/a", "A"))
-			s.Handle("/sitemap.xml", c.serve)
+			s.Handle("/sitemap.xml", c.serve(s.URL))
 			s.Fallback(pageAtAnyPath)
 			var res runreport.Crawl
 			peak := heap.Peak(func() { res = crawl(t, testConfig(), s.URL+"/") })

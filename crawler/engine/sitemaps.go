@@ -70,6 +70,10 @@ func (c *crawler) readSitemaps(ctx context.Context) {
 			r.notRead[disallowed]++
 			continue
 		}
+		// A sitemap is not a page: requested once, as a sitemap, however
+		// the site links it (many link /sitemap.xml from every page).
+		c.seen[u.String()] = true
+		c.dequeue(u)
 		r.sent++
 		c.readSitemap(ctx, r, u)
 	}
@@ -102,7 +106,7 @@ func (c *crawler) namedSitemaps(n *counts) []*url.URL {
 	var out []*url.URL
 	if c.policy.Rules != nil {
 		for _, s := range c.policy.Rules.Sitemaps {
-			u, v := c.listedURL(c.robotsURL(), s)
+			u, v := c.listedURL(s)
 			switch {
 			case v != usable:
 				n[v]++
@@ -133,7 +137,7 @@ func (c *crawler) readSitemap(ctx context.Context, r *sitemapRead, u *url.URL) {
 			case h.StatusCode >= 200 && h.StatusCode < 300:
 				d := sitemap.NewDecoder(body)
 				defer func() { kind = d.Kind() }()
-				return c.takeSitemap(r, u, d, &n)
+				return c.takeSitemap(r, d, &n)
 			case wantsChallengeCheck(h):
 				challenge, _ = io.ReadAll(io.LimitReader(body, fetch.DefaultMaxBody))
 			}
@@ -153,31 +157,25 @@ func (c *crawler) readSitemap(ctx context.Context, r *sitemapRead, u *url.URL) {
 		c.skip(u.String(), "sitemap: "+err.Error())
 		return
 	}
-	switch code := resp.StatusCode; {
-	case isChallenge(code, resp.Header, resp.Body):
-		c.skip(u.String(), challengeReason(code))
-		c.stop(ChallengeRetryAfter)
-	case politeness.BackOffStatus(code):
+	// A sitemap is requested once: a back-off answer gives it up (its wait
+	// still holds for the next request); the rest is as for a page.
+	if code := resp.StatusCode; politeness.BackOffStatus(code) && !isChallenge(code, resp.Header, resp.Body) {
 		c.skip(u.String(), fmt.Sprintf("sitemap: HTTP %d (not retried)", code))
 		if wait := c.retryWait(1, resp); wait > c.cfg.MaxWait {
 			c.stop(wait)
 		} else {
 			gate.NotBefore(time.Now().Add(wait))
 		}
-	case code >= 300 && code < 400:
-		loc := resp.Header.Get("Location")
-		next, ok := resolve(u, loc)
-		switch {
-		case loc == "" || !ok || len(next.String()) > runreport.MaxURLLength:
-			c.skip(u.String(), fmt.Sprintf("sitemap: HTTP %d without a usable Location", code))
-		case !urlnorm.SameSite(next, c.start):
-			c.skip(u.String(), fmt.Sprintf("sitemap: redirects off-site to %s (not followed)", next))
-		default:
-			c.skip(u.String(), fmt.Sprintf("sitemap: HTTP %d: redirects to %s", code, next))
-			r.pending = append([]*url.URL{next}, r.pending...)
-		}
-	case code < 200 || code >= 300:
-		c.skip(u.String(), fmt.Sprintf("sitemap: HTTP %d", code))
+		return
+	}
+	next, read := c.status("sitemap: ", u, resp, 0)
+	switch {
+	case next != nil:
+		c.skip(u.String(), fmt.Sprintf("sitemap: HTTP %d: redirects to %s", resp.StatusCode, next))
+		r.pending = append([]*url.URL{next}, r.pending...)
+	case !read:
+	case resp.StatusCode == http.StatusNotModified: // to a request without validators
+		c.skip(u.String(), "sitemap: HTTP 304")
 	default:
 		c.skip(u.String(), sitemapReason(kind, n, err))
 	}
@@ -187,7 +185,7 @@ func (c *crawler) readSitemap(ctx context.Context, r *sitemapRead, u *url.URL) {
 // the ranking, an index's into the sitemaps to read next, as many as
 // requests are left for (and then stops reading it). It returns why
 // reading ended early.
-func (c *crawler) takeSitemap(r *sitemapRead, sm *url.URL, d *sitemap.Decoder, n *counts) error {
+func (c *crawler) takeSitemap(r *sitemapRead, d *sitemap.Decoder, n *counts) error {
 	next := 0 // where the next sitemap of an index goes in pending
 	for {
 		e, err := d.Next()
@@ -202,12 +200,16 @@ func (c *crawler) takeSitemap(r *sitemapRead, sm *url.URL, d *sitemap.Decoder, n
 			return errNoSitemapRequest
 		}
 		n[listed]++
-		u, v := c.listedURL(sm, e.Loc)
+		u, v := c.listedURL(e.Loc)
 		if v == usable {
+			// Known: a sitemap already requested (an index that lists
+			// itself or a sitemap read before), a page already requested
+			// (the start URL listed as a sitemap), or a URL already
+			// requested as a sitemap listed as a page.
 			switch k := u.String(); {
 			case !c.policy.Allowed(c.token, k):
 				v = disallowed
-			case index && r.requested[k], !index && c.seen[k] && !r.queued[k]:
+			case r.requested[k], c.seen[k] && !r.queued[k]:
 				v = known
 			}
 		}
@@ -227,10 +229,11 @@ func (c *crawler) takeSitemap(r *sitemapRead, sm *url.URL, d *sitemap.Decoder, n
 var errNoSitemapRequest = fmt.Errorf("no sitemap request left for its sitemaps (at most %d per crawl)", maxSitemapRequests)
 
 // listedURL is what the crawl makes of a URL that robots.txt or a sitemap
-// lists (relative to where it is listed): the clean URL, or why not. It does
-// not ask robots.txt, which callers do when they take the URL.
-func (c *crawler) listedURL(where *url.URL, loc string) (*url.URL, verdict) {
-	u, ok := resolve(where, loc)
+// lists: the clean URL, or why not. Only a URL written in full counts
+// (sitemap.Named): a relative one, or text that is no URL, is unusable. It
+// does not ask robots.txt, which callers do when they take the URL.
+func (c *crawler) listedURL(loc string) (*url.URL, verdict) {
+	u, ok := sitemap.Named(loc)
 	switch {
 	case loc == "" || !ok || len(u.String()) > runreport.MaxURLLength:
 		return nil, unusable

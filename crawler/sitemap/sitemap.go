@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +29,7 @@ import (
 	"golang.org/x/text/encoding/htmlindex"
 
 	"github.com/lohisoft/crawl-operator/crawler/internal/limit"
+	"github.com/lohisoft/crawl-operator/crawler/urlnorm"
 )
 
 // Limits. MaxURLs and MaxBytes are the protocol's: a sitemap "must have no
@@ -81,8 +84,9 @@ func (k Kind) String() string {
 // Entry is one <url> (or <sitemap> of an index, or line of a text sitemap).
 type Entry struct {
 	// Loc is the URL as written, trimmed; "" when the entry had none, or
-	// one longer than the decoder keeps. It may be relative or not a web
-	// URL at all: the crawler decides what it can use.
+	// one longer than the decoder keeps, or one holding an entity
+	// reference that was not expanded. It may be relative or not a web URL
+	// at all: Named says which URL, if any, it names.
 	Loc string
 	// Priority is 0.0–1.0; DefaultPriority when absent or invalid.
 	Priority float64
@@ -227,6 +231,7 @@ func (d *Decoder) nextElement() (Entry, error) {
 		field   string // loc, lastmod or priority being read
 		text    []byte
 		long    bool
+		haveLoc bool
 	)
 	for {
 		tok, err := d.xd.Token()
@@ -261,7 +266,7 @@ func (d *Decoder) nextElement() (Entry, error) {
 			case t.Name.Space != d.space:
 			case d.depth == 2:
 				inEntry = t.Name.Local == "url" && d.kind == URLSet || t.Name.Local == "sitemap" && d.kind == Index
-				e = Entry{Priority: DefaultPriority}
+				e, haveLoc = Entry{Priority: DefaultPriority}, false
 			case d.depth == 3 && inEntry:
 				field, text, long = t.Name.Local, text[:0], false
 			}
@@ -280,6 +285,14 @@ func (d *Decoder) nextElement() (Entry, error) {
 				// What follows the root element is not part of the
 				// sitemap.
 				return Entry{}, io.EOF
+			case d.depth == 2 && field == "loc":
+				// The first <loc> is the entry's; one too long to keep,
+				// or holding an entity that was not expanded, names no
+				// URL that can be known.
+				if !haveLoc && !long && !unexpanded.Match(text) {
+					e.Loc = string(bytes.TrimSpace(text))
+				}
+				field, haveLoc = "", true
 			case d.depth == 2 && field != "":
 				if !long {
 					e.set(field, string(bytes.TrimSpace(text)))
@@ -292,15 +305,25 @@ func (d *Decoder) nextElement() (Entry, error) {
 	}
 }
 
-// set records one child of an entry: the first <loc> and <lastmod> count,
-// and the last valid <priority>.
+// unexpanded matches an entity reference left as written: the decoder
+// expands the five XML predefines and character references, never one a
+// DTD declares (a "billion laughs" costs nothing), so "&e;" stands for text
+// that is not there.
+var unexpanded = regexp.MustCompile(`&[A-Za-z_:\x80-\xff][-A-Za-z0-9._:\x80-\xff]*;`)
+
+// decimal is the lexical form of xsd:decimal, the type of <priority> in
+// the protocol's schema: no exponent, no hexadecimal, no "Inf" or "NaN"
+// (which strconv.ParseFloat would read).
+var decimal = regexp.MustCompile(`^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)$`)
+
+// set records a <priority> or <lastmod> of an entry: the first
+// <lastmod> counts, and the last valid <priority>.
 func (e *Entry) set(field, v string) {
 	switch field {
-	case "loc":
-		if e.Loc == "" {
-			e.Loc = v
-		}
 	case "priority":
+		if !decimal.MatchString(v) {
+			return
+		}
 		if p, err := strconv.ParseFloat(v, 64); err == nil && p >= 0 && p <= 1 {
 			e.Priority = p
 		}
@@ -355,18 +378,20 @@ func isText(b []byte) bool {
 	return true
 }
 
-// ParseLastMod reads a W3C Datetime (the protocol's date format: a year,
-// a month, a date, or a date and time with a time zone), also without the
-// time zone (taken as UTC) or with a space for the T, as some generators
-// write it. Anything else is the zero time.
+// w3cDatetime is the protocol's date format (W3C Datetime): a year, a
+// month, a date, or a date and a time with its time zone.
+var w3cDatetime = regexp.MustCompile(`^[0-9]{4}(-[0-9]{2}(-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:[0-9]{2}))?)?)?$`)
+
+// ParseLastMod reads a W3C Datetime. Anything else is the zero time: a
+// time without its zone, or with a space for the T, is not a moment the
+// protocol defines, and a made-up one would move the entry up the budget.
 func ParseLastMod(s string) time.Time {
 	s = strings.TrimSpace(s)
-	if len(s) > 10 && s[10] == ' ' {
-		s = s[:10] + "T" + s[11:]
+	if !w3cDatetime.MatchString(s) {
+		return time.Time{}
 	}
 	for _, layout := range []string{
 		time.RFC3339Nano, "2006-01-02T15:04Z07:00",
-		"2006-01-02T15:04:05.999999999", "2006-01-02T15:04",
 		"2006-01-02", "2006-01", "2006",
 	} {
 		if t, err := time.Parse(layout, s); err == nil {
@@ -409,4 +434,18 @@ func (g *guard) Read(p []byte) (int, error) {
 	n, err := g.r.Read(p)
 	g.n += n
 	return n, err
+}
+
+// Named returns the URL a sitemap entry's Loc (or a robots.txt Sitemap
+// line) names, as the crawler requests it (normalised, without tracking
+// parameters): only a URL written in full, "http://" or "https://" and the
+// rest, which is what the protocol requires ("must begin with the
+// protocol"). A relative reference, a line of text or markup that is no
+// such URL names nothing: the crawler makes no URL up from it.
+func Named(loc string) (*url.URL, bool) {
+	u, ok := urlnorm.Absolute(loc)
+	if !ok {
+		return nil, false
+	}
+	return urlnorm.Clean(u), true
 }

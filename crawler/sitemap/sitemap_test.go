@@ -79,7 +79,7 @@ func TestDecode(t *testing.T) {
 		{"url set", urlset, URLSet, want, ""},
 		{"gzip", gz(urlset), URLSet, want, ""},
 		{"binary lines are no URLs", "\x00\x01\n\xff\xfe\n/ok\n", Text, []Entry{e(""), e(""), e("/ok")}, ""},
-		{"no namespace, sloppy", "\ufeff\n <urlset><url><loc>/rel</loc></url><url><loc>a&b&amp;c&nbsp;</loc></url></urlset>", URLSet, []Entry{e("/rel"), e("a&b&c&nbsp;")}, ""},
+		{"no namespace, sloppy", "\ufeff\n <urlset><url><loc>/rel</loc></url><url><loc>a&b&amp;c</loc></url><url><loc>a&nbsp;</loc></url></urlset>", URLSet, []Entry{e("/rel"), e("a&b&c"), e("")}, ""},
 		{"index", `<sitemapindex ` + ns + `><sitemap><loc>https://a.test/s1.xml</loc><lastmod>2026-01-02T03:04:05+02:00</lastmod></sitemap><sitemap><loc>https://a.test/s2.xml</loc></sitemap></sitemapindex>`, Index,
 			[]Entry{{Loc: "https://a.test/s1.xml", Priority: DefaultPriority, LastMod: time.Date(2026, 1, 2, 1, 4, 5, 0, time.UTC)}, e("https://a.test/s2.xml")}, ""},
 		{"url in an index and sitemap in a url set are not entries", `<sitemapindex><url><loc>x</loc></url></sitemapindex><!-- --><urlset><sitemap><loc>y</loc></sitemap></urlset>`, Index, nil, ""},
@@ -99,8 +99,8 @@ func TestDecode(t *testing.T) {
 		{"comment only", "<!-- nothing -->", Unknown, nil, "not a sitemap (no root element)"},
 		{"malformed after two", `<urlset><url><loc>a</loc></url><url><loc>b</loc></url><url><<loc>c</loc></url></urlset>`, URLSet, []Entry{e("a"), e("b")}, "XML syntax error"},
 		{"cut off", `<urlset><url><loc>a</loc></url><url><loc>b`, URLSet, []Entry{e("a")}, "unexpected EOF"},
-		{"entities are never expanded", `<!DOCTYPE x [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><urlset><url><loc>/&b;</loc></url></urlset>`, URLSet, []Entry{e("/&b;")}, ""},
-		{"external entity is not fetched", `<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><urlset><url><loc>/&e;</loc></url></urlset>`, URLSet, []Entry{e("/&e;")}, ""},
+		{"entities are never expanded", `<!DOCTYPE x [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><urlset><url><loc>/&b;</loc></url></urlset>`, URLSet, []Entry{e("")}, ""},
+		{"external entity is not fetched", `<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><urlset><url><loc>/&e;</loc><loc>/second</loc></url></urlset>`, URLSet, []Entry{e("")}, ""},
 		{"token over MaxToken", `<urlset><url><loc>a</loc></url><url><loc>` + strings.Repeat("x", MaxToken) + `</loc></url></urlset>`, URLSet, []Entry{e("a")}, ErrTokenTooBig.Error()},
 		{"attributes over MaxToken", `<urlset><url><loc>a</loc></url><url ` + strings.Repeat(`a="b" `, MaxToken/6+1) + `>`, URLSet, []Entry{e("a")}, ErrTokenTooBig.Error()},
 		{"nested too deep", `<urlset><url><loc>a</loc></url>` + strings.Repeat("<url>", maxDepth), URLSet, []Entry{e("a")}, ErrTooDeep.Error()},
@@ -263,16 +263,23 @@ func TestParseLastMod(t *testing.T) {
 		return time.Date(y, m, d, h, min, s, 0, time.UTC)
 	}
 	for in, want := range map[string]time.Time{
-		"2026":                          utc(2026, 1, 1, 0, 0, 0),
-		"2026-05":                       utc(2026, 5, 1, 0, 0, 0),
-		"2026-05-07":                    utc(2026, 5, 7, 0, 0, 0),
-		" 2026-05-07 ":                  utc(2026, 5, 7, 0, 0, 0),
-		"2026-05-07T10:20+01:00":        utc(2026, 5, 7, 9, 20, 0),
-		"2026-05-07T10:20:30Z":          utc(2026, 5, 7, 10, 20, 30),
-		"2026-05-07T10:20:30.5-02:00":   time.Date(2026, 5, 7, 12, 20, 30, 5e8, time.UTC),
-		"2026-05-07T10:20:30":           utc(2026, 5, 7, 10, 20, 30),
-		"2026-05-07 10:20:30":           utc(2026, 5, 7, 10, 20, 30),
-		"2026-05-07T10:20":              utc(2026, 5, 7, 10, 20, 0),
+		"2026":                        utc(2026, 1, 1, 0, 0, 0),
+		"2026-05":                     utc(2026, 5, 1, 0, 0, 0),
+		"2026-05-07":                  utc(2026, 5, 7, 0, 0, 0),
+		" 2026-05-07 ":                utc(2026, 5, 7, 0, 0, 0),
+		"2026-05-07T10:20+01:00":      utc(2026, 5, 7, 9, 20, 0),
+		"2026-05-07T10:20:30Z":        utc(2026, 5, 7, 10, 20, 30),
+		"2026-05-07T10:20:30.5-02:00": time.Date(2026, 5, 7, 12, 20, 30, 5e8, time.UTC),
+		// A time without its zone is no moment: which entry is newer
+		// would be made up.
+		"2026-05-07T10:20:30":           {},
+		"2026-05-07 10:20:30":           {},
+		"2026-05-07T10:20":              {},
+		"2026-05-07t10:20:30z":          {},
+		"2026-5-7":                      {},
+		"+2026-05-07":                   {},
+		"2026-05-07T10:20:30+0100":      {},
+		"2026-05-07T24:00:00Z":          {},
 		"":                              {},
 		"yesterday":                     {},
 		"07/05/2026":                    {},
@@ -314,6 +321,55 @@ func TestRanking(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// A <priority> is an xsd:decimal from 0.0 to 1.0 (the protocol's schema);
+// anything else, which strconv.ParseFloat would read, leaves the default,
+// so it cannot move an entry up the budget.
+func TestPriority(t *testing.T) {
+	for in, want := range map[string]float64{
+		"0.8": 0.8, " 1.0 ": 1, "1": 1, "0": 0, ".5": 0.5, "1.": 1, "+0.3": 0.3, "-0.0": 0, "0.30000": 0.3,
+		"1e-1": DefaultPriority, "5E-1": DefaultPriority, "0x1p-1": DefaultPriority, "Inf": DefaultPriority,
+		"NaN": DefaultPriority, "1.5": DefaultPriority, "-0.1": DefaultPriority, "0,8": DefaultPriority,
+		"0.8abc": DefaultPriority, "": DefaultPriority, "high": DefaultPriority, "0_5": DefaultPriority,
+	} {
+		_, got, err := readAll(NewDecoder(strings.NewReader("<urlset><url><loc>a</loc><priority>" + in + "</priority></url></urlset>")))
+		if err != nil || len(got) != 1 || got[0].Priority != want {
+			t.Errorf("priority %q: %v %v, want %v", in, got, err, want)
+		}
+	}
+}
+
+// Named takes only a URL written in full: the rule behind every URL the
+// crawler takes from a sitemap.
+func TestNamed(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://a.test/x":               "https://a.test/x",
+		"  HTTP://A.test/x?utm_source=y": "http://a.test/x",
+		"http://a.test/a b#frag":         "http://a.test/a%20b",
+		"/relative":                      "",
+		"//a.test/x":                     "",
+		"a.test/x":                       "",
+		"http:/a.test/x":                 "",
+		"http:a.test":                    "",
+		"http:\\\\a.test\\x":             "",
+		"ftp://a.test/x":                 "",
+		"javascript:alert(1)":            "",
+		"User-agent: *":                  "",
+		"{\"loc\": \"http://a.test/\"}":  "",
+		"<loc>http://a.test/</loc>":      "",
+		"http://":                        "",
+		"http://user:pw@a.test/":         "",
+		"":                               "",
+	} {
+		got := ""
+		if u, ok := Named(in); ok {
+			got = u.String()
+		}
+		if got != want {
+			t.Errorf("Named(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

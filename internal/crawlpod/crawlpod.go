@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -82,6 +83,11 @@ type Config struct {
 	AllowPrivate bool
 	// Egress names the egress nodes; zero means the defaults.
 	Egress egress.Selector
+	// EgressEchoURL, when set, is the echo service every crawler asks,
+	// before its first request to a site, which source address sites see;
+	// it crawls only if that is its node's published address (the run's
+	// NodeIP). Empty: no check.
+	EgressEchoURL string
 }
 
 // DefaultResources are requests and limits sized for a 20-page crawl with a
@@ -232,6 +238,9 @@ func Pod(r Run, cfg Config) *corev1.Pod {
 	if cfg.AllowPrivate {
 		args = append(args, "--allow-private")
 	}
+	if cfg.EgressEchoURL != "" {
+		args = append(args, "--egress-echo-url="+cfg.EgressEchoURL, "--expect-egress-ip="+r.NodeIP)
+	}
 	if cfg.ActiveDeadline > 0 {
 		// Leave the crawler a minute to report before the kubelet kills it.
 		timeout := max(cfg.ActiveDeadline-time.Minute, cfg.ActiveDeadline/2)
@@ -319,6 +328,13 @@ func Pod(r Run, cfg Config) *corev1.Pod {
 	}
 }
 
+// echoURL reports whether s is a URL a crawler can ask: http or https, with
+// a host, without credentials (they would show in every Pod's arguments).
+func echoURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
+}
+
 func labels(r Run) map[string]string {
 	return map[string]string{
 		LabelName:      NameValue,
@@ -378,6 +394,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ActiveDeadline, "crawl-deadline", c.ActiveDeadline, "activeDeadlineSeconds of crawler Pods.")
 	fs.StringVar(&c.UserAgent, "crawler-user-agent", c.UserAgent, "User-Agent crawler Pods send; /bot states it as the current one.")
 	fs.BoolVar(&c.AllowPrivate, "crawler-allow-private", c.AllowPrivate, "Let crawlers fetch private and loopback addresses. Local demos and tests only.")
+	fs.StringVar(&c.EgressEchoURL, "egress-echo-url", c.EgressEchoURL, "Echo service (http or https, outside the cluster) that every crawler asks, before its first request to a site, which source address sites see; a node whose address is not its published ExternalIP gets no crawls for a while (empty: no check).")
 	c.bindExtraFlags(fs)
 }
 
@@ -390,6 +407,8 @@ func (c Config) Validate() error {
 		return errors.New("--min-crawl-delay must not be negative")
 	case c.ActiveDeadline < 0:
 		return errors.New("--crawl-deadline must not be negative")
+	case c.EgressEchoURL != "" && !echoURL(c.EgressEchoURL):
+		return fmt.Errorf("--egress-echo-url %q: want an http or https URL with a host", c.EgressEchoURL)
 	}
 	switch c.ImagePullPolicy {
 	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:

@@ -127,6 +127,15 @@ func TestPodArgs(t *testing.T) {
 			},
 			want: []string{"crawl", "--log-format=json", "--max-pages=20", "--delay=3s", "--report-url=http://results.crawl-system.svc:8083/v1/runs/web/t-crawl-3", "--user-agent=LohiSoftBot/1.0 (+message@lohisoft.com)", "--allow-private", "http://example.com/"},
 		},
+		{
+			// The address the crawler must see is the node's published
+			// one, the same the Pod's egress-ip annotation records.
+			name: "egress check",
+			spec: crawlv1.CrawlTargetSpec{URL: "https://example.com/"},
+			cfg:  func(c *Config) { c.EgressEchoURL = "https://echo.bot.lohisoft.com/ip" },
+			want: []string{"crawl", "--log-format=json", "--max-pages=20", "--delay=1s", "--report-url=http://results.crawl-system.svc:8083/v1/runs/web/t-crawl-3",
+				"--egress-echo-url=https://echo.bot.lohisoft.com/ip", "--expect-egress-ip=79.139.58.98", "--timeout=29m0s", "https://example.com/"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

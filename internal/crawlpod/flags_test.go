@@ -109,6 +109,9 @@ func TestBadPodSettingsNameTheFlag(t *testing.T) {
 	for _, tt := range []struct {
 		arg, want string
 	}{
+		{"--egress-echo-url=echo.bot.lohisoft.com", `--egress-echo-url "echo.bot.lohisoft.com": want an http or https URL`},
+		{"--egress-echo-url=ftp://echo.bot.lohisoft.com/", "--egress-echo-url"},
+		{"--egress-echo-url=https://user:secret@echo.bot.lohisoft.com/", "--egress-echo-url"},
 		{"--crawler-cpu-request=lots", "crawler-cpu-request"},
 		{"--crawler-memory-limit=-1Gi", "--crawler-memory-limit -1Gi: must not be negative"},
 		{"--crawler-cpu-request=2", "--crawler-cpu-request 2 must not exceed --crawler-cpu-limit 500m"},

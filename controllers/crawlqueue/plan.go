@@ -105,7 +105,7 @@ func Plan(waiters []*Waiter, load Load, nodes []egress.Node, maxPerNode int) map
 	planned := withLoad(nodes, load)
 	free := 0
 	for _, n := range planned {
-		free += max(0, maxPerNode-n.Running)
+		free += n.Free(maxPerNode)
 	}
 	out := map[types.NamespacedName]egress.Node{}
 	claimed := map[string]bool{}

@@ -116,6 +116,24 @@ func TestPlan(t *testing.T) {
 			want: map[string]string{"w1": "b", "w2": "*", "w3": "*"},
 		},
 		{
+			// Back from an egress quarantine: one crawl checks the node
+			// before it takes more.
+			name:    "a node on probation takes one crawl, the others go elsewhere",
+			waiters: []Waiter{waiter("w1", 1, "1.example", ""), waiter("w2", 2, "2.example", ""), waiter("w3", 3, "3.example", "")},
+			running: []Slot{slot("p1", "b", "r1")},
+			nodes:   []egress.Node{{Name: "a", IP: "79.139.58.98", Probation: true}, twoNodes[1]},
+			max:     4,
+			want:    map[string]string{"w1": "a", "w2": "b", "w3": "b"},
+		},
+		{
+			name:    "a node on probation with its crawl running takes nothing",
+			waiters: []Waiter{waiter("w", 1, "w.example", "")},
+			running: []Slot{slot("p1", "a", "r1")},
+			nodes:   []egress.Node{{Name: "a", IP: "79.139.58.98", Probation: true}},
+			max:     4,
+			want:    map[string]string{},
+		},
+		{
 			name:    "a node over its slots (max lowered) takes nothing",
 			waiters: []Waiter{waiter("w", 1, "w.example", "")},
 			running: []Slot{slot("p1", "a", "r1"), slot("p2", "a", "r2"), slot("p3", "a", "r3")},

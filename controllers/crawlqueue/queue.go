@@ -164,7 +164,9 @@ func (q *Queue) Forget(pod types.NamespacedName) {
 // changed, waiters that can now start are woken.
 func (q *Queue) SetNodes(nodes []egress.Node) {
 	q.mu.Lock()
-	changed := !slices.EqualFunc(q.nodes, nodes, func(a, b egress.Node) bool { return a.Name == b.Name && a.IP == b.IP })
+	changed := !slices.EqualFunc(q.nodes, nodes, func(a, b egress.Node) bool {
+		return a.Name == b.Name && a.IP == b.IP && a.Probation == b.Probation
+	})
 	q.nodes = nodes
 	q.unlockAndReplan(changed)
 }

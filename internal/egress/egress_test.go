@@ -166,6 +166,9 @@ func TestChoose(t *testing.T) {
 		{name: "sticky node full waits", nodes: two(4, 0), current: "n1", want: "n1", ok: false},
 		{name: "current node gone moves", nodes: two(2, 1), current: "n9", want: "n2", ok: true},
 		{name: "all full", nodes: two(4, 4), ok: false},
+		{name: "a node on probation takes one crawl", nodes: probation(two(0, 3), "n1"), want: "n1", ok: true},
+		{name: "a node on probation running its one crawl takes none", nodes: probation(two(1, 4), "n1"), ok: false},
+		{name: "a site on a node on probation waits for its one slot", nodes: probation(two(1, 0), "n1"), current: "n1", want: "n1", ok: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,6 +178,13 @@ func TestChoose(t *testing.T) {
 			}
 		})
 	}
+}
+
+func probation(nodes []Node, name string) []Node {
+	for i := range nodes {
+		nodes[i].Probation = nodes[i].Name == name
+	}
+	return nodes
 }
 
 func TestChooseSpreadsSitesStably(t *testing.T) {

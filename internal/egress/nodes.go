@@ -30,7 +30,21 @@ type Node struct {
 	IP string
 	// Running counts the crawls on the node now.
 	Running int
+	// Probation is set on a node back from a quarantine (Quarantine): it
+	// takes one crawl at a time until a crawl there verifies its address.
+	Probation bool
 }
+
+// Slots is how many crawls the node may run at once, of maxPerNode.
+func (n Node) Slots(maxPerNode int) int {
+	if n.Probation {
+		return min(1, maxPerNode)
+	}
+	return maxPerNode
+}
+
+// Free is how many more crawls the node may start now.
+func (n Node) Free(maxPerNode int) int { return max(0, n.Slots(maxPerNode)-n.Running) }
 
 // Address is one published source address of the bot, with the hostname
 // the FCrDNS self-check verified for it ("" when none).
@@ -126,13 +140,13 @@ func ready(n *corev1.Node) bool {
 func Choose(nodes []Node, current, siteKey string, maxPerNode int) (Node, bool) {
 	for _, n := range nodes {
 		if n.Name == current {
-			return n, n.Running < maxPerNode
+			return n, n.Free(maxPerNode) > 0
 		}
 	}
 	var best Node
 	found := false
 	for _, n := range nodes {
-		if n.Running >= maxPerNode {
+		if n.Free(maxPerNode) == 0 {
 			continue
 		}
 		if !found || n.Running < best.Running ||

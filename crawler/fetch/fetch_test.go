@@ -39,6 +39,10 @@ func TestIsPublicIPv4(t *testing.T) {
 		"198.18.0.1": false, "198.51.100.7": false, "203.0.113.9": false, "224.0.0.1": false,
 		"240.0.0.1": false, "255.255.255.255": false, "::1": false, "2001:4860:4860::8888": false,
 		"::ffff:8.8.8.8": true, "::ffff:127.0.0.1": false,
+		// Special-purpose, but globally reachable and allowed
+		// (crawler/specialpurpose says why).
+		"192.31.196.1": true, "192.52.193.1": true, "192.175.48.1": true,
+		"192.0.0.9": false, "192.88.99.1": false,
 	}
 	for s, want := range cases {
 		if got := IsPublicIPv4(netip.MustParseAddr(s)); got != want {

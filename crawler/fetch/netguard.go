@@ -8,42 +8,19 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/lohisoft/crawl-operator/crawler/specialpurpose"
 )
 
-// nonPublic lists the IPv4 ranges that are not the public internet (IANA
-// special-purpose registry). A crawler Pod may be able to reach some of them
-// (the cluster, the node, the cloud metadata service); a hostile DNS answer
-// or redirect must not be able to point the bot there.
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
-	netip.MustParsePrefix("10.0.0.0/8"),      // private
-	netip.MustParsePrefix("100.64.0.0/10"),   // CGNAT shared space
-	netip.MustParsePrefix("127.0.0.0/8"),     // loopback
-	netip.MustParsePrefix("169.254.0.0/16"),  // link-local, cloud metadata
-	netip.MustParsePrefix("172.16.0.0/12"),   // private
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
-	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
-	netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relay anycast
-	netip.MustParsePrefix("192.168.0.0/16"),  // private
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
-	netip.MustParsePrefix("198.51.100.0/24"), // documentation
-	netip.MustParsePrefix("203.0.113.0/24"),  // documentation
-	netip.MustParsePrefix("224.0.0.0/4"),     // multicast
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, broadcast
-}
-
-// IsPublicIPv4 reports whether a is an IPv4 address on the public internet.
+// IsPublicIPv4 reports whether a is an IPv4 address the bot may connect
+// to: not in a range of specialpurpose's table that it must not reach. A
+// crawler Pod may be able to reach some of those (the cluster, the node,
+// the cloud metadata service); a hostile DNS answer or redirect must not be
+// able to point the bot there. The crawler NetworkPolicy excepts the same
+// ranges, from the same table.
 func IsPublicIPv4(a netip.Addr) bool {
 	a = a.Unmap()
-	if !a.Is4() {
-		return false
-	}
-	for _, p := range nonPublic {
-		if p.Contains(a) {
-			return false
-		}
-	}
-	return true
+	return a.Is4() && !specialpurpose.IsForbidden(a)
 }
 
 // Errors the dialer returns. They are permanent for the crawl: retrying

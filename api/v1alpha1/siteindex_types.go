@@ -135,6 +135,13 @@ type SiteIndexStatus struct {
 	// crawl until it ends.
 	// +optional
 	Progress *CrawlProgress `json:"progress,omitempty"`
+	// EgressIP is the source address Run was verified to leave from: an
+	// echo service outside the cluster saw it before the run's first
+	// request to the site, and it is the egress node's published address.
+	// Empty when the manager runs without --egress-echo-url.
+	// +kubebuilder:validation:MaxLength=15
+	// +optional
+	EgressIP string `json:"egressIP,omitempty"`
 }
 
 // SiteIndex holds the pages found by the latest crawl of one site. It has

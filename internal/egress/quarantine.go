@@ -48,17 +48,23 @@ type quarantined struct {
 	// inARow counts mismatches since the last verification.
 	inARow int
 	until  time.Time
+	length time.Duration
+	// run started the quarantine, or ended it (verifiedBy): asked again
+	// for the same run (a reconcile replayed after its status patch
+	// failed), the answer is the same.
+	run, verifiedBy string
 	// verified is set once a probe verified the address after the last
 	// mismatch: the node is in use again.
 	verified bool
 }
 
-// Mismatch records that a crawler on node could not verify ip, the node's
-// published address (observed is what the echo reported, "" if nothing
-// usable), at now. It reports whether this started a quarantine, and how
-// long it lasts; a mismatch during a quarantine (another crawl that was
-// already running there) changes nothing but observed.
-func (q *Quarantine) Mismatch(node, ip, observed string, now time.Time) (started bool, length time.Duration) {
+// Mismatch records that run, a crawler on node, could not verify ip, the
+// node's published address (observed is what the echo reported, "" if
+// nothing usable), at now. It reports whether this run started a
+// quarantine, and how long it lasts; a mismatch during a quarantine
+// (another crawl that was already running there) changes nothing but
+// observed.
+func (q *Quarantine) Mismatch(node, run, ip, observed string, now time.Time) (started bool, length time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.nodes == nil {
@@ -71,12 +77,15 @@ func (q *Quarantine) Mismatch(node, ip, observed string, now time.Time) (started
 	}
 	e.ip, e.observed = ip, observed
 	if now.Before(e.until) {
+		if run == e.run {
+			return true, e.length
+		}
 		return false, 0
 	}
 	e.inARow++
-	length = q.length(e.inARow)
-	e.until = now.Add(length)
-	return true, length
+	e.run, e.length = run, q.length(e.inARow)
+	e.until = now.Add(e.length)
+	return true, e.length
 }
 
 // length is the quarantine after n mismatches in a row.
@@ -96,18 +105,22 @@ func (q *Quarantine) length(n int) time.Duration {
 	return min(d, limit)
 }
 
-// Verified records that a crawl on node, started at started, verified ip.
-// Only a crawl started after the quarantine ended lifts it: one that was
-// already running may have checked before the address went wrong. It
-// reports whether the node is in use again because of it.
-func (q *Quarantine) Verified(node, ip string, started time.Time) bool {
+// Verified records that run, a crawl on node started at started, verified
+// ip. Only a crawl started after the quarantine ended lifts it: one that
+// was already running may have checked before the address went wrong
+// (started has the API's one-second resolution, hence the truncation). It
+// reports whether the node is in use again because of this run.
+func (q *Quarantine) Verified(node, run, ip string, started time.Time) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	e := q.nodes[node]
-	if e == nil || e.verified || ip != e.ip || started.Before(e.until) {
+	if e == nil || ip != e.ip || started.Before(e.until.Truncate(time.Second)) {
 		return false
 	}
-	e.verified, e.inARow = true, 0
+	if e.verified {
+		return run == e.verifiedBy
+	}
+	e.verified, e.verifiedBy, e.inARow = true, run, 0
 	return true
 }
 
@@ -121,6 +134,9 @@ func (q *Quarantine) Forget(node string) {
 // Apply returns the nodes that may take crawls at now: quarantined ones
 // are left out, and those on probation marked so (one crawl at a time).
 func (q *Quarantine) Apply(nodes []Node, now time.Time) []Node {
+	if q == nil {
+		return nodes
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.nodes) == 0 {

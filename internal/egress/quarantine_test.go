@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ type happening struct {
 	mismatch *string
 	verified *float64
 	ip       string // the address of a mismatch or verification; "" is 79.139.58.98
+	run      string // the crawl's Pod
 	// want: whether the mismatch started a quarantine and its length, or
 	// whether the verification put the node back in use.
 	started bool
@@ -44,6 +46,18 @@ func TestQuarantine(t *testing.T) {
 		events []happening
 	}{
 		// Adversarial orders first.
+		{"a reconcile replayed after a failed status patch gets the same answers", []happening{
+			{at: 0, run: "t-crawl-1", mismatch: s("203.0.113.7"), started: true, length: 5 * m, node: "out"},
+			{at: 0.1, run: "t-crawl-1", mismatch: s("203.0.113.7"), started: true, length: 5 * m, node: "out"},
+			{at: 0.2, run: "u-crawl-4", mismatch: s("203.0.113.7"), node: "out"},
+			{at: 7, run: "t-crawl-2", verified: f(6), back: true, node: "in"},
+			{at: 7.1, run: "t-crawl-2", verified: f(6), back: true, node: "in"},
+			{at: 7.2, run: "u-crawl-5", verified: f(7), node: "in"},
+		}},
+		{"a crawl started within the second the quarantine ended lifts it", []happening{
+			{at: 0.01, mismatch: s("203.0.113.7"), started: true, length: 5 * m, node: "out"},
+			{at: 6, verified: f(5), back: true, node: "in"},
+		}},
 		{"a crawl that checked before the mismatch does not lift it", []happening{
 			{at: 0, mismatch: s("203.0.113.7"), started: true, length: 5 * m, node: "out"},
 			{at: 1, verified: f(-1), node: "out"},
@@ -91,14 +105,17 @@ func TestQuarantine(t *testing.T) {
 			var q Quarantine
 			nodes := []Node{{Name: "a", IP: "79.139.58.98"}, {Name: "b", IP: "79.139.58.121"}}
 			for i, e := range tc.events {
+				if e.run == "" {
+					e.run = fmt.Sprintf("crawl-%d", i)
+				}
 				switch {
 				case e.mismatch != nil:
-					started, length := q.Mismatch("a", published(e.ip), *e.mismatch, at(e.at))
+					started, length := q.Mismatch("a", e.run, published(e.ip), *e.mismatch, at(e.at))
 					if started != e.started || length != e.length {
 						t.Errorf("event %d: Mismatch = %v, %v; want %v, %v", i, started, length, e.started, e.length)
 					}
 				case e.verified != nil:
-					if back := q.Verified("a", published(e.ip), at(*e.verified)); back != e.back {
+					if back := q.Verified("a", e.run, published(e.ip), at(*e.verified)); back != e.back {
 						t.Errorf("event %d: Verified = %v, want %v", i, back, e.back)
 					}
 				}
@@ -123,9 +140,9 @@ func TestQuarantine(t *testing.T) {
 
 func TestQuarantineStates(t *testing.T) {
 	q := Quarantine{Base: time.Minute, Max: 2 * time.Minute}
-	q.Mismatch("b", "79.139.58.121", "", at(0))
-	q.Mismatch("a", "79.139.58.98", "203.0.113.7", at(0))
-	q.Verified("b", "79.139.58.121", at(1))
+	q.Mismatch("b", "r1", "79.139.58.121", "", at(0))
+	q.Mismatch("a", "r2", "79.139.58.98", "203.0.113.7", at(0))
+	q.Verified("b", "r3", "79.139.58.121", at(1))
 	want := []NodeState{
 		{Node: "a", Unverified: true, Published: "79.139.58.98", Observed: "203.0.113.7", Until: at(1)},
 		{Node: "b", Published: "79.139.58.121", Until: at(1)},
@@ -137,11 +154,11 @@ func TestQuarantineStates(t *testing.T) {
 	if got := q.States(); len(got) != 1 || got[0].Node != "b" {
 		t.Errorf("States after Forget(a) = %+v, want b only", got)
 	}
-	if _, length := q.Mismatch("c", "79.139.58.1", "", at(0)); length != time.Minute {
+	if _, length := q.Mismatch("c", "r", "79.139.58.1", "", at(0)); length != time.Minute {
 		t.Errorf("first quarantine %v, want Base", length)
 	}
-	q.Mismatch("c", "79.139.58.1", "", at(1))
-	if _, length := q.Mismatch("c", "79.139.58.1", "", at(3)); length != 2*time.Minute {
+	q.Mismatch("c", "r", "79.139.58.1", "", at(1))
+	if _, length := q.Mismatch("c", "r", "79.139.58.1", "", at(3)); length != 2*time.Minute {
 		t.Errorf("third quarantine %v, want Max", length)
 	}
 }

@@ -334,6 +334,7 @@ func (s *Server) store(ctx context.Context, pod *corev1.Pod, ct *crawlv1.CrawlTa
 	}
 	now := s.now()
 	res := Convert(rep, owner, pod.Name, int(ct.Spec.MaxPagesOrDefault()), now, si.Status.Pages)
+	res.Status.EgressIP = verifiedEgress(rep, pod)
 	key := client.ObjectKeyFromObject(si)
 	if Replaces(si.Status, res.Status) {
 		if err := s.writeIndex(ctx, key, res.Doc); err != nil {

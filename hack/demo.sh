@@ -7,7 +7,7 @@
 # afterwards; `make dev-cluster-down` stops it.
 #
 # REAL_NODE=1: the crawler Pod runs as a real container of the project's
-# image on a real kubelet + containerd node (hack/realnode.sh, root); the
+# image on a real kubelet + containerd node (`bin/devcluster nodes`, root); the
 # sample site and the results endpoint listen on the node's bridge address,
 # which is all a Pod there can reach.
 set -euo pipefail
@@ -136,7 +136,7 @@ fi
 echo "$links"
 
 pod_logs="crawler Pods in $DEV/cluster/pods/"
-[ -n "$REAL_NODE" ] && pod_logs="crawler Pods: bin/k8s/kubectl logs POD; the real node's in $RN_DIR/logs/"
+[ -n "$REAL_NODE" ] && pod_logs="crawler Pods: bin/k8s/kubectl logs POD; the real node's logs in $RN_DIR/realnode-1/"
 cat <<MSG
 
 The cluster, the manager and the sample site keep running. Next:

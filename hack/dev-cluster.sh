@@ -4,13 +4,15 @@
 #   hack/dev-cluster.sh down   stop it and everything `make demo` started
 # State lives in .dev/: pid files, logs, crawler Pod logs (.dev/cluster/pods).
 #
-# REAL_NODE=1: no stand-in nodes; a real kubelet + containerd node joins
-# instead (hack/realnode.sh, root) with kube-proxy, cluster DNS and a
-# default StorageClass (bin/devcluster addons), on an address plan of free
-# ranges (bin/devcluster plan); `down` removes it and everything it set up
-# on the machine. DEV_DIR, DEV_KUBECONFIG, K8S_BIN, DEVCLUSTER_BIN and
-# CRAWLER_BIN move the state, the kubeconfig and the binaries (the
-# end-to-end tests use them). DEV_CLUSTER_TIMEOUT (seconds, default 300)
+# REAL_NODE=N (1 or 2): no stand-in nodes; N real kubelet + containerd
+# nodes join instead (root), with kube-proxy, cluster DNS and a default
+# StorageClass, on an address plan of free ranges: `bin/devcluster nodes`
+# (hack/devcluster/node) owns their lifecycle; `down` removes them and
+# everything they set up on the machine. DEV_DIR, DEV_KUBECONFIG, K8S_BIN,
+# DEVCLUSTER_BIN and CRAWLER_BIN move the state, the kubeconfig and the
+# binaries; RN_DIR the nodes' state, RN_NAME_PREFIX and RN_BRIDGE_PREFIX
+# their names and bridges, RN_IMAGE and RN_IMAGE_TAR the image they get
+# (the end-to-end tests use them). DEV_CLUSTER_TIMEOUT (seconds, default 300)
 # bounds the wait for a Ready cluster; after it, `up` stops what it started,
 # prints the end of the log and fails.
 set -euo pipefail
@@ -22,7 +24,7 @@ KUBECTL=$K8S_BIN/kubectl
 DEVCLUSTER=${DEVCLUSTER_BIN:-bin/devcluster}
 CRAWLER=${CRAWLER_BIN:-bin/crawler}
 export KUBECONFIG=${DEV_KUBECONFIG:-$PWD/bin/kubeconfig}
-export RN_DIR=${RN_DIR:-$DEV/realnode}
+export RN_DIR=${RN_DIR:-$DEV/nodes}
 REAL_NODE=${REAL_NODE:-}
 [ "$REAL_NODE" = 0 ] && REAL_NODE=""
 
@@ -81,24 +83,22 @@ up() {
 	# control plane that is gone; so would a real node.
 	stop manager
 	stop samplesite
-	if [ -f "$RN_DIR/env" ] || [ -d "$RN_DIR/before" ]; then hack/realnode.sh down; fi
+	if nodes_planned; then "$DEVCLUSTER" nodes down --dir "$RN_DIR" --kubeconfig "$KUBECONFIG"; fi
 	if [ "$mode" = real-node ]; then
 		# Fail now, not after the control plane is up.
-		why=$(hack/realnode.sh preflight 2>&1 | grep -v '^missing ' || true)
+		why=$("$DEVCLUSTER" nodes preflight --bin-dir "$K8S_BIN" 2>&1 | grep -v '^missing ' || true)
 		if [ -n "$why" ]; then echo "cannot add a real node: $why" >&2; exit 1; fi
 	fi
 	rm -f "$KUBECONFIG" "$DEV/devcluster.ready"
 	echo "$mode" >"$DEV/mode"
 	local fake=true want=2 what="node agent" net=()
 	if [ "$mode" = real-node ]; then
-		fake=false want=1 what="real node: kubelet, containerd, kube-proxy, CoreDNS, local-path-provisioner"
-		local plan
-		plan=$("$DEVCLUSTER" plan ${RN_SUBNET:+--pod-subnet "$RN_SUBNET"} ${RN_SERVICE_CIDR:+--service-cidr "$RN_SERVICE_CIDR"})
-		RN_SUBNET=$(sed -n 's/^RN_SUBNET=//p' <<<"$plan")
-		RN_SERVICE_CIDR=$(sed -n 's/^RN_SERVICE_CIDR=//p' <<<"$plan")
-		RN_CLUSTER_DNS=$(sed -n 's/^RN_CLUSTER_DNS=//p' <<<"$plan")
-		export RN_SUBNET RN_SERVICE_CIDR RN_CLUSTER_DNS
-		net=(--pod-subnet "$RN_SUBNET" --service-cidr "$RN_SERVICE_CIDR")
+		want=$REAL_NODE
+		[ "$want" -ge 1 ] 2>/dev/null || want=1
+		fake=false what="$want real node(s): kubelet, containerd, kube-proxy, CoreDNS, local-path-provisioner"
+		"$DEVCLUSTER" nodes plan --dir "$RN_DIR" --count "$want" \
+			${RN_NAME_PREFIX:+--name-prefix "$RN_NAME_PREFIX"} ${RN_BRIDGE_PREFIX:+--bridge-prefix "$RN_BRIDGE_PREFIX"}
+		net=(--fleet "$RN_DIR")
 	fi
 	nohup "$DEVCLUSTER" --bin-dir "$K8S_BIN" --dir "$DEV/cluster" --kubeconfig-out "$KUBECONFIG" \
 		--ready-file "$DEV/devcluster.ready" --crawler "$CRAWLER" --fake-nodes=$fake "${net[@]}" >"$DEV/devcluster.log" 2>&1 &
@@ -125,9 +125,8 @@ up() {
 		if [ -f "$DEV/devcluster.ready" ]; then
 			if [ "$mode" = real-node ] && [ -z "$joined" ]; then
 				echo
-				if ! hack/realnode.sh up || ! addons_up; then
-					addons_down
-					hack/realnode.sh down || true
+				if ! "$DEVCLUSTER" nodes up --dir "$RN_DIR" --kubeconfig "$KUBECONFIG" --bin-dir "$K8S_BIN" \
+					--image "${RN_IMAGE:-ghcr.io/lohisoft/crawl-operator:dev}" ${RN_IMAGE_TAR:+--image-tar "$RN_IMAGE_TAR"}; then
 					stop_pid devcluster "$pid"
 					rm -f "$KUBECONFIG" "$DEV/mode"
 					exit 1
@@ -151,20 +150,8 @@ up() {
 	done
 }
 
-# addons_up starts kube-proxy and deploys CoreDNS and the provisioner on
-# the real node (hack/devcluster/addons).
-addons_up() {
-	# shellcheck disable=SC1091
-	local node sock
-	node=$(. "$RN_DIR/env"; echo "$RN_NODE")
-	sock=$(. "$RN_DIR/env"; echo "$RN_SOCK")
-	echo "starting kube-proxy, CoreDNS and local-path-provisioner on $node"
-	"$DEVCLUSTER" addons up --state-dir "$RN_DIR/addons" --kubeconfig "$KUBECONFIG" --node "$node" \
-		--containerd-socket "$sock" --kube-proxy "$K8S_BIN/kube-proxy" \
-		--pod-subnet "$RN_SUBNET" --service-cidr "$RN_SERVICE_CIDR"
-}
-
-addons_down() { "$DEVCLUSTER" addons down --state-dir "$RN_DIR/addons" || true; }
+# nodes_planned: real nodes, or their remains, are in $RN_DIR.
+nodes_planned() { [ -f "$RN_DIR/fleet.json" ] || [ -f "$RN_DIR/journal.json" ]; }
 
 # stop_port_forward ends the kubectl port-forward of make demo-helm.
 stop_port_forward() {
@@ -184,10 +171,9 @@ down() {
 	# they talk to.
 	"$DEVCLUSTER" flux down --state-dir "$DEV/flux" || true
 	rm -rf "$DEV/flux"
-	addons_down
-	# The real node goes while the control plane still answers, so its Pods
-	# are deleted gracefully; it removes itself even when it does not.
-	if [ -f "$RN_DIR/env" ] || [ -d "$RN_DIR/before" ]; then hack/realnode.sh down; fi
+	# The real nodes go while the control plane still answers, so their
+	# Pods are deleted gracefully; they go even when it does not.
+	if nodes_planned; then "$DEVCLUSTER" nodes down --dir "$RN_DIR" --kubeconfig "$KUBECONFIG"; fi
 	stop devcluster
 	rm -f "$KUBECONFIG" "$DEV/mode"
 }

@@ -6,7 +6,7 @@
 DEV=.dev
 KUBECTL=bin/k8s/kubectl
 export KUBECONFIG=$PWD/bin/kubeconfig
-export RN_DIR=${RN_DIR:-$DEV/realnode}
+export RN_DIR=${RN_DIR:-$DEV/nodes}
 IMAGE=${RN_IMAGE:-ghcr.io/lohisoft/crawl-operator:dev}
 IMAGE_TAR=${IMAGE_TAR:-bin/crawl-operator-image.tar}
 RELEASE=crawl-operator

@@ -13,10 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/lohisoft/crawl-operator/hack/devcluster/cluster"
 	"github.com/lohisoft/crawl-operator/hack/devcluster/flux"
 	"github.com/lohisoft/crawl-operator/hack/devcluster/hostproc"
 	"github.com/lohisoft/crawl-operator/hack/gitserver"
@@ -31,20 +29,18 @@ func fluxCommand(args []string) error {
 	}
 	fs := flag.NewFlagSet("flux "+args[0], flag.ContinueOnError)
 	var o flux.Options
-	fs.StringVar(&o.Root, "root", ".", "Repository root.")
-	fs.StringVar(&o.BinDir, "bin-dir", "bin/flux", "Flux's controllers (make flux-bin).")
-	fs.StringVar(&o.StateDir, "state-dir", "", "Logs, pid files, artifacts and the Git repositories.")
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Admin kubeconfig of the cluster.")
+	root := repoRoot()
+	fs.StringVar(&o.Root, "root", root, "Repository root.")
+	fs.StringVar(&o.BinDir, "bin-dir", filepath.Join(root, "bin", "flux"), "Flux's controllers (make flux-bin).")
+	fs.StringVar(&o.StateDir, "state-dir", filepath.Join(root, ".dev", "flux"), "Logs, pid files, artifacts and the Git repositories.")
+	kubeconfig := kubeconfigFlag(fs)
 	site := fs.String("site", "", "fleet: URL of the site the fleet's CrawlTarget crawls.")
 	imageTag := fs.String("image-tag", "dev", "fleet: the manager image's tag (make image, imported into the node).")
 	message := fs.String("m", "", "commit: the commit message.")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if o.StateDir == "" {
-		return fmt.Errorf("flux %s needs --state-dir", args[0])
-	}
-	o.Root, o.BinDir, o.StateDir, o.Kubeconfig = abs(o.Root), abs(o.BinDir), abs(o.StateDir), abs(o.Kubeconfig)
+	o.Root, o.BinDir, o.StateDir, o.Kubeconfig = abs(o.Root), abs(o.BinDir), abs(o.StateDir), abs(*kubeconfig)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	switch args[0] {
@@ -176,12 +172,4 @@ func commit(ctx context.Context, o flux.Options, message string) error {
 		return err
 	}
 	return flux.RequestReconcile(ctx, c)
-}
-
-func newClient(kubeconfig string) (client.Client, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	return client.New(cfg, client.Options{Scheme: cluster.Scheme()})
 }

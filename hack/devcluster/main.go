@@ -9,14 +9,13 @@
 // writes --ready-file (the script waits for that file, then for Ready
 // Nodes) and removes it again when it stops. With --fake-nodes=false it
 // registers no Nodes and runs no agent: `make dev-cluster REAL_NODE=1` joins
-// a real kubelet instead (hack/realnode.sh).
+// real kubelets instead (`devcluster nodes up`).
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/lohisoft/crawl-operator/hack/devcluster/agent"
 	"github.com/lohisoft/crawl-operator/hack/devcluster/cluster"
+	"github.com/lohisoft/crawl-operator/hack/devcluster/node"
 )
 
 func main() {
@@ -38,14 +38,13 @@ func main() {
 	crawler := flag.String("crawler", "bin/crawler", "Local binary that runs the crawler image's `crawler` command.")
 	fakeNodes := flag.Bool("fake-nodes", true, "Register egress-1 and egress-2 and run the node agent for them.")
 	readyFile := flag.String("ready-file", "", "Written once the control plane is up, the kubeconfig written and (with fake nodes) the node agent watching Pods; removed on exit.")
-	podSubnet := flag.String("pod-subnet", "", "With --fake-nodes=false: the real node's Pod range (from `devcluster plan`); the API server then serves Pods there and through the kubernetes Service.")
-	serviceCIDR := flag.String("service-cidr", "", "With --pod-subnet: the Services' range (from `devcluster plan`).")
+	fleet := flag.String("fleet", "", "With --fake-nodes=false: the real nodes' directory (`devcluster nodes plan`); the API server then serves Pods in their ranges and through the kubernetes Service.")
 	if len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-") {
 		os.Exit(subcommand(os.Args[1], os.Args[2:]))
 	}
 	flag.Parse()
 	ctrl.SetLogger(zap.New())
-	network, err := parseNetwork(*podSubnet, *serviceCIDR)
+	network, err := fleetNetwork(*fleet)
 	if err == nil {
 		err = run(*binDir, *dir, *kubeconfig, *crawler, *readyFile, *fakeNodes, network)
 	}
@@ -55,20 +54,16 @@ func main() {
 	}
 }
 
-// parseNetwork reads --pod-subnet and --service-cidr: both or neither.
-func parseNetwork(pods, services string) (*cluster.Network, error) {
-	if pods == "" && services == "" {
+// fleetNetwork reads the real nodes' address plan, if any.
+func fleetNetwork(dir string) (*cluster.Network, error) {
+	if dir == "" {
 		return nil, nil
 	}
-	p, err := netip.ParsePrefix(pods)
+	f, err := node.LoadFleet(dir)
 	if err != nil {
-		return nil, fmt.Errorf("--pod-subnet: %w", err)
+		return nil, err
 	}
-	s, err := netip.ParsePrefix(services)
-	if err != nil {
-		return nil, fmt.Errorf("--service-cidr: %w", err)
-	}
-	return &cluster.Network{PodSubnet: p.Masked(), ServiceCIDR: s.Masked()}, nil
+	return &f.Network, nil
 }
 
 func run(binDir, dir, kubeconfig, crawler, readyFile string, fakeNodes bool, network *cluster.Network) error {
@@ -76,7 +71,7 @@ func run(binDir, dir, kubeconfig, crawler, readyFile string, fakeNodes bool, net
 	defer stop()
 	opts := cluster.Options{BinDir: abs(binDir), Dir: abs(dir), Network: network}
 	if network != nil && fakeNodes {
-		return fmt.Errorf("--pod-subnet is for a real node: add --fake-nodes=false")
+		return fmt.Errorf("--fleet is for real nodes: add --fake-nodes=false")
 	}
 	if !fakeNodes {
 		opts.Nodes = []cluster.EgressNode{}

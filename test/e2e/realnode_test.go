@@ -34,13 +34,16 @@ import (
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
-// The real node of `make dev-cluster REAL_NODE=1` (hack/realnode.sh): a
-// kubelet and containerd that run crawler Pods as containers of the
-// project's image. The test drives it through hack/dev-cluster.sh like a
-// person does, with its own state directory, node, bridge and image tag.
+// The real node of `make dev-cluster REAL_NODE=1` (`devcluster nodes`,
+// hack/devcluster/node): a kubelet and containerd that run crawler Pods as
+// containers of the project's image. The test drives it through
+// hack/dev-cluster.sh like a person does, with its own state directory,
+// node names, bridges and image tag.
 const (
-	rnNode       = "realnode-e2e"
-	rnBridge     = "crawlrne2e0"
+	rnNamePrefix   = "realnode-e2e"
+	rnBridgePrefix = "crawle2e"
+	rnNode         = rnNamePrefix + "-1"
+	rnBridge       = rnBridgePrefix + "1"
 	rnImage      = "ghcr.io/lohisoft/crawl-operator:e2e"
 	rnExternalIP = "79.139.58.98"
 	rnNamespace  = "crawl-restricted"
@@ -65,12 +68,11 @@ type realNodeCluster struct {
 }
 
 // requireRealNode skips the test, or fails it with CI=true, when this
-// machine cannot run a real node; hack/realnode.sh says why in one line.
-func requireRealNode(t *testing.T, assets string) {
+// machine cannot run a real node; `devcluster nodes preflight` says why in
+// one line.
+func requireRealNode(t *testing.T, assets, devcluster string) {
 	t.Helper()
-	cmd := exec.Command("bash", filepath.Join(repoRoot, "hack", "realnode.sh"), "preflight")
-	cmd.Env = append(os.Environ(), "K8S_BIN="+assets, "RN_DIR="+rnDir(), "RN_BRIDGE="+rnBridge)
-	out, err := cmd.CombinedOutput()
+	out, err := exec.Command(devcluster, "nodes", "preflight", "--bin-dir", assets).CombinedOutput()
 	if err == nil {
 		return
 	}
@@ -131,7 +133,8 @@ func startRealNode(t *testing.T) *realNodeCluster {
 	t.Helper()
 	testenv.SetLogger()
 	assets := testenv.MustAssets(t, repoRoot)
-	requireRealNode(t, assets)
+	devcluster := buildBinary(t, "hack/devcluster")
+	requireRealNode(t, assets, devcluster)
 	lockRealNode(t)
 	dir := t.TempDir()
 	c := &realNodeCluster{
@@ -143,17 +146,18 @@ func startRealNode(t *testing.T) *realNodeCluster {
 		"DEV_DIR="+filepath.Join(dir, "dev"),
 		"DEV_KUBECONFIG="+c.kubeconfig,
 		"K8S_BIN="+assets,
-		"DEVCLUSTER_BIN="+buildBinary(t, "hack/devcluster"),
+		"DEVCLUSTER_BIN="+devcluster,
 		"CRAWLER_BIN="+buildBinary(t, "cmd/crawler"),
 		"RN_DIR="+rnDir(),
-		"RN_NODE="+rnNode,
-		"RN_BRIDGE="+rnBridge,
+		"RN_NAME_PREFIX="+rnNamePrefix,
+		"RN_BRIDGE_PREFIX="+rnBridgePrefix,
 		"RN_IMAGE="+rnImage,
-		"RN_EXTERNAL_IP="+rnExternalIP,
 	)
 	// What the machine looks like before: teardown must give it back so.
 	// A run that died before its cleanup is removed first.
-	c.script(t, 2*time.Minute, "realnode.sh", "down")
+	if out, err := exec.Command(devcluster, "nodes", "down", "--dir", rnDir()).CombinedOutput(); err != nil {
+		t.Errorf("devcluster nodes down (the remains of an earlier run): %v\n%s", err, out)
+	}
 	c.before = snapshotMachine(t)
 	start := time.Now()
 	t.Cleanup(func() {
@@ -162,7 +166,7 @@ func startRealNode(t *testing.T) *realNodeCluster {
 		}
 	})
 	if out, err := c.scriptErr(5*time.Minute, "dev-cluster.sh", "up"); err != nil {
-		t.Fatalf("hack/dev-cluster.sh up (REAL_NODE=1): %v\n%s\nkubelet log tail:\n%s", err, out, tailFile(filepath.Join(rnDir(), "logs", "kubelet.log"), 3000))
+		t.Fatalf("hack/dev-cluster.sh up (REAL_NODE=1): %v\n%s\nkubelet log tail:\n%s", err, out, tailFile(filepath.Join(rnDir(), rnNode, "kubelet.log"), 3000))
 	}
 	t.Logf("dev cluster with a real node up in %s", time.Since(start).Round(100*time.Millisecond))
 
@@ -573,18 +577,14 @@ func TestRealNodeEndToEnd(t *testing.T) {
 		if bytes.Contains(mounts, []byte("serviceaccount")) {
 			t.Errorf("a service account token is mounted:\n%s", mounts)
 		}
-		// No route off the machine: the Pod's only route is the bridge's
-		// range (no default route), and the host drops whatever would be
-		// forwarded from the bridge.
-		routes, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/route", pid))
-		for _, line := range strings.Split(string(routes), "\n")[1:] {
-			if f := strings.Fields(line); len(f) > 7 && (f[1] == "00000000" || f[7] == "00000000") {
-				t.Errorf("the Pod has a default route: %s", line)
-			}
-		}
-		if out, err := exec.Command("iptables", "-w", "-S", "CRAWL-RN-FORWARD").CombinedOutput(); err != nil || !strings.Contains(string(out), "-i "+rnBridge+" -j DROP") {
+		// Nothing off the machine: the host drops whatever would be
+		// forwarded from the bridge but to the cluster (or an internet),
+		// and the Pod reaches the machine only at the Pod ranges'
+		// addresses, not at its uplink's, which no Node object lists.
+		if out, err := exec.Command("iptables", "-w", "-S", "CRAWL-FWD-"+rnBridge).CombinedOutput(); err != nil || !strings.Contains(string(out), "-i "+rnBridge+" -j DROP") {
 			t.Errorf("forwarding from the bridge is not dropped: %v\n%s", err, out)
 		}
+		checkMachineAddressesFromPod(t, pid, c.gw)
 
 		grace := time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
 		deleted := time.Now()
@@ -726,7 +726,7 @@ func rootIsReadOnly(mountinfo []byte) bool {
 func logRealNodeMemory(t *testing.T, c *realNodeCluster) {
 	var parts []string
 	for _, name := range []string{"kubelet", "containerd"} {
-		b, err := os.ReadFile(filepath.Join(rnDir(), name+".pid"))
+		b, err := os.ReadFile(filepath.Join(rnDir(), rnNode, name+".pid"))
 		if err != nil {
 			continue
 		}
@@ -762,7 +762,7 @@ type machineState struct {
 
 var (
 	rnSysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
-		"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables"}
+		"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables", "net/bridge/bridge-nf-call-ip6tables"}
 	rnOutsidePaths = []string{"/run/containerd", "/run/netns", "/run/mount", "/var/log/containers", "/var/log/pods",
 		"/var/lib/cni", "/var/lib/kubelet", "/etc/cni", "/opt/cni", "/opt/containerd"}
 	chainKinds = regexp.MustCompile(`^-N ((KUBE|CNI|CRAWL)-\S+)`)
@@ -850,8 +850,8 @@ func (before machineState) leftovers(t *testing.T, dir, bridge string) []string 
 			out = append(out, "iptables chain left: "+ch)
 		}
 	}
-	for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/*"} {
-		found, _ := filepath.Glob(root + "/kubepods*")
+	for _, pattern := range []string{"/sys/fs/cgroup/kubepods*", "/sys/fs/cgroup/*/kubepods*", "/sys/fs/cgroup/*/crawl-*"} {
+		found, _ := filepath.Glob(pattern)
 		for _, f := range found {
 			out = append(out, "cgroup left: "+f)
 		}

@@ -53,14 +53,17 @@ type Options struct {
 	// Root is the repository (hack/image and the tools modules).
 	Root string
 	// StateDir holds the images, kube-proxy's config, log and pid file,
-	// and the provisioner's volumes. hack/realnode.sh removes it with the
-	// node's other state.
-	StateDir         string
-	Kubeconfig       string
-	KubeProxy        string
-	Node             string
-	ContainerdSocket string
-	Network          cluster.Network
+	// and the provisioner's volumes.
+	StateDir   string
+	Kubeconfig string
+	KubeProxy  string
+	// Node is where kube-proxy says it runs: one kube-proxy serves every
+	// node of this machine, as they share its iptables.
+	Node string
+	// ContainerdSockets are the nodes' containerds: each gets the images,
+	// wherever the scheduler puts the add-ons.
+	ContainerdSockets []string
+	Network           cluster.Network
 }
 
 // VolumeDir is where the provisioner makes volumes on the node.
@@ -150,8 +153,10 @@ func importImages(ctx context.Context, o Options) error {
 		if err := run(ctx, o.Root, "go", "run", "./hack/image", "--addon", addon, "--tag", ref, "--out", tar); err != nil {
 			return err
 		}
-		if err := run(ctx, o.Root, "ctr", "-a", o.ContainerdSocket, "-n", "k8s.io", "images", "import", tar); err != nil {
-			return err
+		for _, sock := range o.ContainerdSockets {
+			if err := run(ctx, o.Root, "ctr", "-a", sock, "-n", "k8s.io", "images", "import", tar); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -218,8 +223,8 @@ func startKubeProxy(o Options) (string, error) {
 	return fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[0]), nil
 }
 
-// Down stops kube-proxy. Its iptables chains stay: hack/realnode.sh down
-// removes every chain the node added, after its Pods are gone.
+// Down stops kube-proxy. Its iptables chains stay: the nodes' teardown
+// removes every chain they added, after their Pods are gone.
 func Down(stateDir string) error { return kubeProxy(stateDir).Stop(10 * time.Second) }
 
 func newClient(kubeconfig string) (client.Client, error) {

@@ -85,7 +85,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	c := &Cluster{env: &envtest.Environment{BinaryAssetsDirectory: opts.BinDir}}
-	// A real kubelet (hack/realnode.sh) registers its Hostname first; the
+	// A real kubelet (`devcluster nodes up`) registers its Hostname first; the
 	// API server must reach it (kubectl logs) by its InternalIP instead, so
 	// that the test node's name is never looked up in the machine's
 	// resolver.

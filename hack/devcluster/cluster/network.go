@@ -8,18 +8,38 @@ import (
 	"strings"
 )
 
-// Network is the address plan of a cluster with a real node: the Pods'
-// range on the node's bridge and the Services' virtual range. Neither may
-// overlap a network this machine has or routes to, or a Pod could reach
-// (and kube-proxy would capture) the machine's own neighbours.
+// Network is the address plan of a cluster with real nodes: the Pods'
+// range, a /24 of it on each node's bridge, and the Services' virtual
+// range. Neither may overlap a network this machine has or routes to, or a
+// Pod could reach (and kube-proxy would capture) the machine's own
+// neighbours.
 type Network struct {
 	PodSubnet   netip.Prefix
 	ServiceCIDR netip.Prefix
 }
 
-// Gateway is the bridge's address: where Pods reach the machine, the API
-// server among it.
-func (n Network) Gateway() netip.Addr { return n.PodSubnet.Masked().Addr().Next() }
+// NodeBits is the size of each node's Pod range.
+const NodeBits = 24
+
+// MaxNodes is how many nodes' ranges the Pod range holds.
+func (n Network) MaxNodes() int {
+	if n.PodSubnet.Bits() > NodeBits {
+		return 0
+	}
+	return 1 << (NodeBits - n.PodSubnet.Bits())
+}
+
+// NodeSubnet is the i-th node's Pod range (from 0).
+func (n Network) NodeSubnet(i int) netip.Prefix {
+	a := n.PodSubnet.Masked().Addr().As4()
+	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	v += uint32(i) << (32 - NodeBits)
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), NodeBits)
+}
+
+// Gateway is the first node's bridge address: where Pods reach the
+// machine's API server (the kubernetes Service's endpoint).
+func (n Network) Gateway() netip.Addr { return n.NodeSubnet(0).Addr().Next() }
 
 // APIServiceIP is the ClusterIP of the `kubernetes` Service (the API server
 // takes the first address of its range).
@@ -35,18 +55,12 @@ func (n Network) DNSIP() netip.Addr {
 	return a
 }
 
-// Env is the plan as shell assignments, read by hack/dev-cluster.sh and
-// hack/realnode.sh.
-func (n Network) Env() string {
-	return fmt.Sprintf("RN_SUBNET=%s\nRN_GW=%s\nRN_SERVICE_CIDR=%s\nRN_API_SERVICE_IP=%s\nRN_CLUSTER_DNS=%s\n",
-		n.PodSubnet, n.Gateway(), n.ServiceCIDR, n.APIServiceIP(), n.DNSIP())
-}
-
-// Candidate ranges, tried in order. Pods: /24s in the shared-address,
-// private and CGNAT spaces, unlikely to be in use; Services: /24s likewise.
+// Candidate ranges, tried in order. Pods: /22s (four nodes) in the
+// shared-address, private and CGNAT spaces, unlikely to be in use;
+// Services: /24s likewise.
 var (
-	PodSubnetCandidates = prefixes("100.64.213.0/24", "10.213.47.0/24", "172.29.213.0/24",
-		"192.168.213.0/24", "100.127.213.0/24")
+	PodSubnetCandidates = prefixes("100.64.212.0/22", "10.213.44.0/22", "172.29.212.0/22",
+		"192.168.216.0/22", "100.127.212.0/22")
 	ServiceCIDRCandidates = prefixes("10.96.213.0/24", "172.30.213.0/24", "100.126.213.0/24",
 		"192.168.214.0/24")
 )
@@ -63,24 +77,24 @@ func prefixes(ss ...string) []netip.Prefix {
 // overlap none of the machine's networks nor each other. A wanted range
 // (non-zero) is taken as it is, or refused when it overlaps.
 func PlanNetwork(host []netip.Prefix, wantPods, wantServices netip.Prefix) (Network, error) {
-	pods, err := choose("Pod range", host, wantPods, PodSubnetCandidates)
+	pods, err := choose("Pod range", NodeBits, host, wantPods, PodSubnetCandidates)
 	if err != nil {
 		return Network{}, err
 	}
-	svcs, err := choose("Service range", append(host, pods), wantServices, ServiceCIDRCandidates)
+	svcs, err := choose("Service range", 29, append(host, pods), wantServices, ServiceCIDRCandidates)
 	if err != nil {
 		return Network{}, err
 	}
 	return Network{PodSubnet: pods, ServiceCIDR: svcs}, nil
 }
 
-func choose(what string, taken []netip.Prefix, want netip.Prefix, candidates []netip.Prefix) (netip.Prefix, error) {
+func choose(what string, maxBits int, taken []netip.Prefix, want netip.Prefix, candidates []netip.Prefix) (netip.Prefix, error) {
 	if want.IsValid() {
 		candidates = []netip.Prefix{want.Masked()}
 	}
 	for _, c := range candidates {
-		if !c.Addr().Is4() || c.Bits() > 29 {
-			return netip.Prefix{}, fmt.Errorf("%s %s: want an IPv4 range of at least 8 addresses", what, c)
+		if !c.Addr().Is4() || c.Bits() > maxBits {
+			return netip.Prefix{}, fmt.Errorf("%s %s: want an IPv4 range of at least /%d", what, c, maxBits)
 		}
 		if t, ok := overlapping(c, taken); ok {
 			if want.IsValid() {

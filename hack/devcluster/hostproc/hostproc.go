@@ -154,7 +154,7 @@ func (p Proc) WaitHealthy(ctx context.Context, url string, timeout time.Duration
 			last = err.Error()
 		}
 		if _, ok := p.PID(); !ok {
-			return fmt.Errorf("%s exited; the end of %s:\n%s", p.Name, p.LogFile(), tail(p.LogFile(), 2000))
+			return fmt.Errorf("%s exited; the end of %s:\n%s", p.Name, p.LogFile(), Tail(p.LogFile(), 2000))
 		}
 		select {
 		case <-ctx.Done():
@@ -164,7 +164,8 @@ func (p Proc) WaitHealthy(ctx context.Context, url string, timeout time.Duration
 	}
 }
 
-func tail(path string, n int64) string {
+// Tail is the last n bytes of a file, for an error message.
+func Tail(path string, n int64) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()

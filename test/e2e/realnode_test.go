@@ -44,9 +44,9 @@ const (
 	rnBridgePrefix = "crawle2e"
 	rnNode         = rnNamePrefix + "-1"
 	rnBridge       = rnBridgePrefix + "1"
-	rnImage      = "ghcr.io/lohisoft/crawl-operator:e2e"
-	rnExternalIP = "79.139.58.98"
-	rnNamespace  = "crawl-restricted"
+	rnImage        = "ghcr.io/lohisoft/crawl-operator:e2e"
+	rnExternalIP   = "79.139.58.98"
+	rnNamespace    = "crawl-restricted"
 	// rnDeadline is --crawl-deadline: the crawler stops itself at half of
 	// it (crawlpod), the kubelet at all of it.
 	rnDeadline = 16 * time.Second

@@ -73,6 +73,10 @@ type CrawlTargetReconciler struct {
 	// Egress says which egress nodes may take crawls (selector, published
 	// IPs, FCrDNS self-check).
 	Egress egress.Policy
+	// Quarantine keeps crawls off egress nodes whose crawlers could not
+	// verify the address sites see (--egress-echo-url); nil makes a new
+	// one of the default lengths at setup.
+	Quarantine *egress.Quarantine
 	// NetworkPolicy, when enabled, is ensured in a namespace before a
 	// crawler Pod starts there.
 	NetworkPolicy crawlpod.NetworkPolicyConfig
@@ -435,6 +439,8 @@ func (r *CrawlTargetReconciler) observeRun(ctx context.Context, s *targetScope) 
 			err = r.recordSuccess(ctx, s, name, s.now, time.Time{})
 		case pod == nil:
 			r.recordFailure(s, s.now, causePodDeleted, "crawler Pod was deleted before it finished", "")
+		case crawlerExitCode(pod) == runreport.ExitEgressUnverified:
+			r.recordEgressUnverified(ctx, s, pod)
 		case crawlerExitCode(pod) == runreport.ExitBadInput:
 			r.recordStall(s, podFinishedAt(pod, s.now), causeBadInput, reason{crawlv1.ReasonInvalidInput,
 				fmt.Sprintf("crawl %d: the crawler refused its input (%s); not retried until spec changes or a crawl is requested",
@@ -521,6 +527,7 @@ func (r *CrawlTargetReconciler) recordSuccess(ctx context.Context, s *targetScop
 		r.recordFailure(s, finished, causeNoResult, "crawler exited without delivering its result", run)
 		return nil
 	}
+	r.noteEgressVerified(ctx, s, run, started)
 	idx := s.index
 	st := &s.ct.Status
 	st.RetryAfter = idx.Status.RetryAfter
@@ -670,14 +677,14 @@ func (r *CrawlTargetReconciler) waitReason(s *targetScope, d crawlqueue.Decision
 	switch d.Wait {
 	case crawlqueue.NoNode:
 		return reason{crawlv1.ReasonNoEgressNode,
-			fmt.Sprintf("no usable egress node: need a Ready, schedulable Node labelled %s whose IPv4 ExternalIP is published (--expected-egress-ips) and passes the FCrDNS self-check",
+			fmt.Sprintf("no usable egress node: need a Ready, schedulable Node labelled %s whose IPv4 ExternalIP is published (--expected-egress-ips), passes the FCrDNS self-check and is what sites see (not quarantined after an EgressAddressMismatch)",
 				labels.FormatLabels(r.Egress.Selector.Labels())) + where}
 	case crawlqueue.HostBusy:
 		return reason{crawlv1.ReasonWaitingForCapacity,
 			fmt.Sprintf("host %s is being crawled by Pod %s; one crawl per host at a time", s.site.Host, d.HostPod) + where}
 	case crawlqueue.NodeFull:
 		return reason{crawlv1.ReasonWaitingForCapacity,
-			fmt.Sprintf("egress node %s (%s), the site's source IP, runs %d crawls", d.Node.Name, d.Node.IP, r.MaxCrawlsPerNode) + where}
+			fmt.Sprintf("egress node %s (%s), the site's source IP, runs %d crawls", d.Node.Name, d.Node.IP, d.Node.Slots(r.MaxCrawlsPerNode)) + where}
 	case crawlqueue.AllFull:
 		return reason{crawlv1.ReasonWaitingForCapacity, fmt.Sprintf("all egress nodes run %d crawls", r.MaxCrawlsPerNode) + where}
 	default:
@@ -686,13 +693,13 @@ func (r *CrawlTargetReconciler) waitReason(s *targetScope, d crawlqueue.Decision
 }
 
 // usableNodes are the egress nodes that may take crawls now, from the
-// cache.
+// cache, less those in quarantine.
 func (r *CrawlTargetReconciler) usableNodes(ctx context.Context) ([]egress.Node, error) {
 	var nodes corev1.NodeList
 	if err := r.List(ctx, &nodes, client.MatchingLabels(r.Egress.Selector.Labels())); err != nil {
 		return nil, fmt.Errorf("list egress nodes: %w", err)
 	}
-	return r.Egress.MayCrawl(nodes.Items), nil
+	return r.Quarantine.Apply(r.Egress.MayCrawl(nodes.Items), r.Clock.Now()), nil
 }
 
 // createRun creates the run's token Secret and Pod on the node the queue
@@ -903,6 +910,9 @@ func (r *CrawlTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Queue == nil {
 		r.Queue = crawlqueue.New(r.MaxCrawlsPerNode)
 	}
+	if r.Quarantine == nil {
+		r.Quarantine = &egress.Quarantine{}
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&crawlv1.CrawlTarget{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
@@ -977,7 +987,8 @@ func (r *CrawlTargetReconciler) nodesToQueue() handler.EventHandler {
 		UpdateFunc: func(ctx context.Context, _ event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			update(ctx)
 		},
-		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.Quarantine.Forget(e.Object.GetName())
 			update(ctx)
 		},
 		GenericFunc: func(ctx context.Context, _ event.GenericEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -12,6 +12,7 @@ import (
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	"github.com/lohisoft/crawl-operator/controllers/crawlqueue"
+	"github.com/lohisoft/crawl-operator/internal/egress"
 )
 
 var (
@@ -57,6 +58,9 @@ var (
 		"Crawls one egress node may run at once (--max-crawls-per-node).", nil, nil)
 	queueOldestDesc = prometheus.NewDesc("crawl_operator_queue_oldest_wait_seconds",
 		"How long the first CrawlTarget in the crawl queue has been due; 0 when none waits.", nil, nil)
+	egressMismatchDesc = prometheus.NewDesc("crawl_operator_egress_address_mismatch",
+		"1 from the moment a crawler on the egress node could not verify that sites see the node's published address (--egress-echo-url) until a crawl there verifies it; 0 otherwise. While it is 1 the node is quarantined or on probation.",
+		[]string{"node"}, nil)
 )
 
 // queueReasons name, for the queue metric, what a waiter waits for.
@@ -76,9 +80,12 @@ var queueReasons = map[crawlqueue.Wait]string{
 // start without leader election): summed over two replicas they would
 // count every crawl twice. Calling it again (tests run several managers in
 // one process) makes the gauges follow the new manager.
-func RegisterMetrics(cache client.Reader, elected <-chan struct{}, queue *crawlqueue.Queue) {
+//
+// The egress address mismatch gauge comes from quarantine, the leader's
+// memory (egress.Quarantine), so it too is the leader's alone.
+func RegisterMetrics(cache client.Reader, elected <-chan struct{}, queue *crawlqueue.Queue, quarantine *egress.Quarantine) {
 	state.mu.Lock()
-	state.cache, state.elected, state.queue = cache, elected, queue
+	state.cache, state.elected, state.queue, state.quarantine = cache, elected, queue, quarantine
 	state.mu.Unlock()
 	registerOnce.Do(func() {
 		metrics.Registry.MustRegister(crawlsStarted, crawlsFinished, crawlFailures, pagesIndexed, crawlDuration,
@@ -101,10 +108,11 @@ var (
 )
 
 type stateCollector struct {
-	mu      sync.Mutex
-	cache   client.Reader
-	elected <-chan struct{}
-	queue   *crawlqueue.Queue
+	mu         sync.Mutex
+	cache      client.Reader
+	elected    <-chan struct{}
+	queue      *crawlqueue.Queue
+	quarantine *egress.Quarantine
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -114,17 +122,20 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- queueOldestDesc
 	ch <- nodesUsableDesc
 	ch <- slotsPerNodeDesc
+	ch <- egressMismatchDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	cache, elected, queue := c.cache, c.elected, c.queue
+	cache, elected, queue, quarantine := c.cache, c.elected, c.queue, c.quarantine
 	c.mu.Unlock()
 	if cache == nil || !closed(elected) {
 		return
 	}
 	if queue != nil {
-		collectQueue(ch, queue.Stats(), time.Now())
+		st := queue.Stats()
+		collectQueue(ch, st, time.Now())
+		collectMismatches(ch, st.Nodes, quarantine)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -188,6 +199,27 @@ func collectQueue(ch chan<- prometheus.Metric, st crawlqueue.Stats, now time.Tim
 		oldest = max(0, now.Sub(st.OldestDue).Seconds())
 	}
 	ch <- prometheus.MustNewConstMetric(queueOldestDesc, prometheus.GaugeValue, oldest)
+}
+
+// collectMismatches reports every usable egress node (0 unless it is on
+// probation) and every node the quarantine knows, so an alert sees a node
+// go to 1 and back, and a dashboard shows 0 before anything went wrong.
+func collectMismatches(ch chan<- prometheus.Metric, usable []string, q *egress.Quarantine) {
+	value := map[string]float64{}
+	for _, node := range usable {
+		value[node] = 0
+	}
+	if q != nil {
+		for _, st := range q.States() {
+			value[st.Node] = 0
+			if st.Unverified {
+				value[st.Node] = 1
+			}
+		}
+	}
+	for node, v := range value {
+		ch <- prometheus.MustNewConstMetric(egressMismatchDesc, prometheus.GaugeValue, v, node)
+	}
 }
 
 // countFailure counts one failed crawl and its cause.

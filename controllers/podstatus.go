@@ -89,15 +89,7 @@ func podFailure(pod *corev1.Pod) string {
 // (--log-format=json): of a JSON record, it is the record's msg.
 func lastLine(s string) string {
 	const max = 200
-	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == ' ') {
-		s = s[:len(s)-1]
-	}
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '\n' {
-			s = s[i+1:]
-			break
-		}
-	}
+	s = logTail(s)
 	var record struct {
 		Msg *string `json:"msg"`
 	}
@@ -114,6 +106,23 @@ func lastLine(s string) string {
 		s = s[:cut] + "…"
 	}
 	return s
+}
+
+// logTail is the last line of a log.
+func logTail(s string) string {
+	s = strings.TrimRight(s, "\n ")
+	return s[strings.LastIndexByte(s, '\n')+1:]
+}
+
+// terminationMessage is the crawler container's termination message: the
+// end of its log when it failed (FallbackToLogsOnError).
+func terminationMessage(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			return t.Message
+		}
+	}
+	return ""
 }
 
 // crawlerExitCode is the exit code of a finished crawler container, or -1.

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
 
 // The cause a failed crawl is counted under comes from what the kubelet
@@ -61,6 +63,29 @@ func TestLastLine(t *testing.T) {
 		}
 		if got != tt.want {
 			t.Errorf("lastLine(%q) = %q, want %q", tt.log, got, tt.want)
+		}
+	}
+}
+
+// The observed egress address comes from a field of the crawler's last log
+// line, and only as an IPv4 address: a crawler cannot put prose, another
+// line's claim or an IPv6 address into an Event.
+func TestObservedEgress(t *testing.T) {
+	key := runreport.LogObservedEgressIP
+	for _, tt := range []struct{ log, want string }{
+		{`{"level":"ERROR","msg":"x","` + key + `":"203.0.113.7"}` + "\n" + `{"level":"INFO","msg":"later"}`, ""},
+		{`{"level":"ERROR","msg":"x","` + key + `":"2001:db8::1"}`, ""},
+		{`{"level":"ERROR","msg":"x","` + key + `":"203.0.113.7 and more"}`, ""},
+		{`{"level":"ERROR","msg":"x","` + key + `":7}`, ""},
+		{`{"level":"ERROR","msg":"x"}`, ""},
+		{`crawler: egress address mismatch: sites would see 203.0.113.7`, ""},
+		{"", ""},
+		{`{"level":"INFO","msg":"start"}` + "\n" + `{"level":"ERROR","msg":"x","` + key + `":"203.0.113.7"}` + "\n", "203.0.113.7"},
+	} {
+		pod := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: runreport.ExitEgressUnverified, Message: tt.log}}}}}}
+		if got := observedEgress(pod); got != tt.want {
+			t.Errorf("observedEgress(%q) = %q, want %q", tt.log, got, tt.want)
 		}
 	}
 }

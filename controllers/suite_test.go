@@ -96,6 +96,8 @@ type operatorOptions struct {
 	// zone is what the FCrDNS self-check's DNS server knows (default:
 	// nothing, so no node is verified).
 	zone dnstest.Zone
+	// echoURL, when set, is --egress-echo-url.
+	echoURL string
 }
 
 // The manager's namespace and results port as the crawler NetworkPolicy
@@ -123,6 +125,7 @@ func startOperator(t *testing.T, opts operatorOptions) *harness {
 	if opts.egress.LabelKey != "" {
 		o.Index.Egress.Selector = opts.egress
 	}
+	o.Pod.EgressEchoURL = opts.echoURL
 	o.NetworkPolicy.Enabled = !opts.noNetworkPolicy
 	o.Manager.WatchNamespaces = opts.namespaces
 	if opts.workers != 0 {

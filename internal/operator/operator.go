@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +32,7 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/engine"
 	"github.com/lohisoft/crawl-operator/index"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/egress"
 	"github.com/lohisoft/crawl-operator/internal/httpserver"
 	"github.com/lohisoft/crawl-operator/internal/reportendpoint"
 	"github.com/lohisoft/crawl-operator/internal/watchns"
@@ -51,6 +53,10 @@ type Options struct {
 	// run. Its ResultsPort and EgressIPs are taken from Manager.ResultsAddr
 	// and Index.Egress.Expected (see CrawlerNetworkPolicy).
 	NetworkPolicy crawlpod.NetworkPolicyConfig
+	// EgressQuarantine is how long an egress node whose crawler could not
+	// verify the address sites see gets no crawls, the first time in a row
+	// (see egress.Quarantine); zero is egress.DefaultQuarantine.
+	EgressQuarantine time.Duration
 	// Clock drives schedules and report times; nil is the real clock.
 	Clock clock.PassiveClock
 }
@@ -121,6 +127,7 @@ func Defaults() Options {
 			MemoryLimitRatio: DefaultMemoryLimitRatio},
 		Pod:              crawlpod.DefaultConfig(),
 		MaxCrawlsPerNode: 4,
+		EgressQuarantine: egress.DefaultQuarantine,
 		Index:            index.DefaultOptions(),
 		NetworkPolicy:    crawlpod.DefaultNetworkPolicyConfig(),
 	}
@@ -132,6 +139,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.Manager.BindFlags(fs)
 	o.Pod.BindFlags(fs)
 	fs.IntVar(&o.MaxCrawlsPerNode, "max-crawls-per-node", o.MaxCrawlsPerNode, "Most crawls running at once on one egress node.")
+	fs.DurationVar(&o.EgressQuarantine, "egress-quarantine", o.EgressQuarantine, "How long an egress node whose crawler could not verify the address sites see (--egress-echo-url) gets no crawls; doubled for each failure in a row, up to an hour (or this, if longer). Then one crawl at a time checks it again.")
 	o.Index.BindFlags(fs)
 	o.NetworkPolicy.BindFlags(fs)
 }
@@ -179,6 +187,9 @@ func (m ManagerOptions) metricsServer() metricsserver.Options {
 func (o Options) Validate() error {
 	if o.MaxCrawlsPerNode < 1 {
 		return errors.New("--max-crawls-per-node must be at least 1")
+	}
+	if o.EgressQuarantine < 0 {
+		return errors.New("--egress-quarantine must not be negative")
 	}
 	if err := o.Manager.WatchNamespaces.Validate(); err != nil {
 		return err
@@ -320,6 +331,7 @@ func New(cfg *rest.Config, o Options, adjust ...func(*ctrl.Options)) (*Operator,
 func (op *Operator) wire(o Options) error {
 	mgr := op.Manager
 	queue := crawlqueue.New(o.MaxCrawlsPerNode)
+	quarantine := &egress.Quarantine{Base: o.EgressQuarantine}
 	if err := (&controllers.CrawlTargetReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
@@ -330,6 +342,7 @@ func (op *Operator) wire(o Options) error {
 		MaxCrawlsPerNode:        o.MaxCrawlsPerNode,
 		MaxConcurrentReconciles: o.Manager.MaxConcurrentReconciles,
 		Queue:                   queue,
+		Quarantine:              quarantine,
 		Egress:                  op.Index.EgressPolicy(),
 		NetworkPolicy:           o.NetworkPolicy,
 		Namespaces:              o.Manager.WatchNamespaces,
@@ -345,7 +358,7 @@ func (op *Operator) wire(o Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up Exclusion controller: %w", err)
 	}
-	controllers.RegisterMetrics(mgr.GetClient(), mgr.Elected(), queue)
+	controllers.RegisterMetrics(mgr.GetClient(), mgr.Elected(), queue, quarantine)
 
 	op.Results = &reportendpoint.Server{
 		Client:     mgr.GetClient(),

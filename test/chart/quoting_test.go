@@ -189,6 +189,10 @@ func sinks() []sink {
 		{path: "egress.expectedIPs", base: "sqlite", cands: []string{"1.2.3.4", "255.255.255.255"},
 			value: func(c string) any { return []any{c, "9.9.9.9"} },
 			at:    []locator{{"--expected-egress-ips", arg("expected-egress-ips"), func(c string) any { return c + ",9.9.9.9" }}}},
+		{path: "egress.echoURL", base: "postgres", cands: []string{"https://true/null", "http://1e3:8080/ip?format=json", "https://echo.example/{{ip}}", "http://0x1F/#012", "https://echo.bot.lohisoft.com/a:b"},
+			at: []locator{{"--egress-echo-url", arg("egress-echo-url"), str}}},
+		{path: "egress.quarantine", base: "sqlite", cands: []string{"1h", "90s", "1.5m", "012m"},
+			at: []locator{{"--egress-quarantine", arg("egress-quarantine"), str}}},
 		{path: "storage.sqlite.persistence.size", base: "sqlite", cands: []string{"012", "1.5Gi", "100", "10Mi"},
 			at: []locator{{"PVC size", field("PersistentVolumeClaim", "spec", "resources", "requests", "storage"), str}}},
 		{path: "storage.sqlite.persistence.storageClassName", base: "sqlite", at: []locator{
@@ -247,8 +251,7 @@ func sinks() []sink {
 		{path: "networkPolicy.extraExceptCIDRs", base: "postgres", cands: []string{"1.2.3.0/24", "0.0.0.0/1"},
 			value: func(c string) any { return []any{c} },
 			at: []locator{{"except list", field("NetworkPolicy", "spec", "egress", 0, "to", 0, "ipBlock", "except"), func(c string) any {
-				return []any{"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
-					"192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4", "79.139.58.98/32", "79.139.58.121/32", c}
+				return forbiddenThen("79.139.58.98/32", "79.139.58.121/32", c)
 			}}, {"--crawler-network-policy-except-cidrs", arg("crawler-network-policy-except-cidrs"), str}}},
 		{path: "networkPolicy.dnsNamespace", base: "postgres", cands: dnsNames, at: []locator{
 			{"DNS namespace selector", field("NetworkPolicy", "spec", "egress", 1, "to", 0, "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name"), str},

@@ -45,7 +45,8 @@ func allFeatures() map[string]any {
 		"dashboards":      map[string]any{"enabled": true},
 		"networkPolicy":   map[string]any{"crawlerNamespaces": []any{"default", "sites"}},
 		"watchNamespaces": []any{"default", "sites"},
-		"egress":          map[string]any{"nodeLabel": "pool=egress", "nodeTaint": "dedicated=crawler:NoExecute"},
+		"egress": map[string]any{"nodeLabel": "pool=egress", "nodeTaint": "dedicated=crawler:NoExecute",
+			"echoURL": "https://echo.bot.lohisoft.com/ip", "quarantine": "2m"},
 	}
 }
 

@@ -79,8 +79,12 @@ helm-bin: ## Build the helm CLI at hack/tools/helm's pinned version into bin/hel
 
 ##@ Test
 
+.PHONY: sitemapdiff-deps
+sitemapdiff-deps: ## Install the sitemap differential's reference reader (npm sitemap, as test/sitemapdiff/testdata/npm/package-lock.json pins it).
+	cd test/sitemapdiff/testdata/npm && npm ci --no-audit --no-fund
+
 .PHONY: test
-test: k8s-bin helm-bin flux-bin promtool-bin manifests generate vet build ## Run every test: unit, envtest and end-to-end, the NetworkPolicy evaluator (test/netpol), then each fuzz target briefly.
+test: k8s-bin helm-bin flux-bin promtool-bin sitemapdiff-deps manifests generate vet build ## Run every test: unit, envtest and end-to-end, the NetworkPolicy evaluator (test/netpol), then each fuzz target briefly.
 	go test -timeout 30m $(GO_TEST_FLAGS) ./...
 # test/netpol is a module of its own (cyclonus pins older Kubernetes
 # libraries), which ./... does not reach; test/chart fails first when the

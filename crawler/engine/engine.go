@@ -243,6 +243,9 @@ func (c *crawler) run(ctx context.Context) {
 		return
 	}
 	c.enqueue(c.start)
+	// robots.txt is no page: a link or a sitemap naming it is not worth a
+	// second request (unless it is the start URL, queued already).
+	c.seen[c.robotsURL().String()] = true
 	for first := true; len(c.queue) > 0 && !c.stopped; first = false {
 		if ctx.Err() != nil {
 			c.skipRest(stopReason(ctx))

@@ -51,6 +51,10 @@ const (
 	maxValue = 4096
 )
 
+// MaxLocLength bounds a <loc> as written: the protocol's URLs "must be
+// less than 2,048 characters".
+const MaxLocLength = 2048
+
 // DefaultPriority is a URL's priority when its sitemap gives none, or one
 // outside 0.0–1.0 (the protocol's default).
 const DefaultPriority = 0.5
@@ -122,7 +126,8 @@ type Decoder struct {
 	space string // the root's namespace: the protocol's elements are in it
 	depth int
 	// Text
-	lines *bufio.Reader
+	lines   *bufio.Reader
+	crLines [][]byte // the rest of a line that CRs alone divide
 }
 
 // NewDecoder reads a sitemap from r: XML or text, gzip-compressed or not
@@ -334,11 +339,16 @@ func (e *Entry) set(field, v string) {
 	}
 }
 
-// nextLine returns the next non-empty line of a text sitemap. A line
-// longer than maxValue is returned empty (counted, never used), without
-// being held in memory.
+// nextLine returns the next non-empty line of a text sitemap; CR alone
+// ends a line too, as LF and CRLF do. A line longer than maxValue is
+// returned empty (counted, never used), without being held in memory.
 func (d *Decoder) nextLine() (Entry, error) {
 	for {
+		if len(d.crLines) > 0 {
+			v := d.crLines[0]
+			d.crLines = d.crLines[1:]
+			return lineEntry(v, false), nil
+		}
 		line, err := d.lines.ReadSlice('\n')
 		long := false
 		for errors.Is(err, bufio.ErrBufferFull) {
@@ -352,16 +362,29 @@ func (d *Decoder) nextLine() (Entry, error) {
 			return Entry{}, err
 		}
 		if v := bytes.TrimSpace(line); len(v) > 0 || long {
-			e := Entry{Priority: DefaultPriority}
-			if !long && isText(v) {
-				e.Loc = string(v)
+			if !long && bytes.IndexByte(v, '\r') >= 0 {
+				for _, part := range bytes.Split(v, []byte{'\r'}) {
+					if part = bytes.TrimSpace(part); len(part) > 0 {
+						d.crLines = append(d.crLines, bytes.Clone(part))
+					}
+				}
+				continue
 			}
-			return e, nil
+			return lineEntry(v, long), nil
 		}
 		if err == io.EOF {
 			return Entry{}, io.EOF
 		}
 	}
+}
+
+// lineEntry is the entry of one line of a text sitemap.
+func lineEntry(v []byte, long bool) Entry {
+	e := Entry{Priority: DefaultPriority}
+	if !long && isText(v) {
+		e.Loc = string(v)
+	}
+	return e
 }
 
 // isText reports whether a line of a text sitemap can be a URL at all:
@@ -439,10 +462,13 @@ func (g *guard) Read(p []byte) (int, error) {
 // Named returns the URL a sitemap entry's Loc (or a robots.txt Sitemap
 // line) names, as the crawler requests it (normalised, without tracking
 // parameters): only a URL written in full, "http://" or "https://" and the
-// rest, which is what the protocol requires ("must begin with the
-// protocol"). A relative reference, a line of text or markup that is no
+// rest, shorter than MaxLocLength, which is what the protocol requires
+// ("must begin with the protocol", "must be less than 2,048 characters"). A relative reference, a line of text or markup that is no
 // such URL names nothing: the crawler makes no URL up from it.
 func Named(loc string) (*url.URL, bool) {
+	if len(strings.TrimSpace(loc)) >= MaxLocLength {
+		return nil, false
+	}
 	u, ok := urlnorm.Absolute(loc)
 	if !ok {
 		return nil, false

@@ -88,6 +88,7 @@ func TestDecode(t *testing.T) {
 		{"empty loc is an entry", `<urlset><url></url><url><loc> </loc></url></urlset>`, URLSet, []Entry{e(""), e("")}, ""},
 		{"loc over the kept length", `<urlset><url><loc>` + strings.Repeat("x", maxValue+1) + `</loc></url><url><loc>b</loc></url></urlset>`, URLSet, []Entry{e(""), e("b")}, ""},
 		{"text", "https://a.test/1\r\n\n  https://a.test/2  \n\nhttps://a.test/3", Text, []Entry{e("https://a.test/1"), e("https://a.test/2"), e("https://a.test/3")}, ""},
+		{"text, CR alone ends a line", "https://a.test/1\rhttps://a.test/2\r\n\r\rhttps://a.test/3\r", Text, []Entry{e("https://a.test/1"), e("https://a.test/2"), e("https://a.test/3")}, ""},
 		{"text, gzip", gz("https://a.test/1\n"), Text, []Entry{e("https://a.test/1")}, ""},
 		{"text line over the kept length", "a\n" + strings.Repeat("x", 3*maxValue) + "\nb\n", Text, []Entry{e("a"), e(""), e("b")}, ""},
 		{"empty", "", Text, nil, ""},

@@ -220,15 +220,19 @@ func Resolve(base *url.URL, href string) (u *url.URL, ok bool) {
 // robots.txt Sitemap line) must be: "http://" or "https://" (any case)
 // and the rest, around it only white space. Anything else (a relative
 // reference, "http:/x", another scheme) is ok=false: it names no URL by
-// itself, and the crawler makes none up from it.
+// itself, and the crawler makes none up from it. So is one with a tab, a
+// line break or another control character inside: a browser would drop
+// the tab ("/a\tb" is "/ab"), a URL that is not written there.
 func Absolute(s string) (*url.URL, bool) {
 	s = strings.TrimSpace(s)
 	scheme, rest, ok := splitScheme(s)
-	if !ok || !isSpecial(scheme) || !strings.HasPrefix(rest, "//") {
+	if !ok || !isSpecial(scheme) || !strings.HasPrefix(rest, "//") || strings.ContainsFunc(s, isControl) {
 		return nil, false
 	}
 	return Resolve(&url.URL{Scheme: scheme}, s)
 }
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // checked normalises an absolute URL the crawler may request, or says it
 // may not.

@@ -113,7 +113,7 @@ func removeTabsAndNewlines(s string) string {
 
 // escapeControls percent-encodes C0 controls and DEL.
 func escapeControls(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) < 0 {
+	if !strings.ContainsFunc(s, isControl) {
 		return s
 	}
 	var b strings.Builder

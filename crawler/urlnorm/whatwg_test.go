@@ -80,6 +80,10 @@ var refusals = []refusal{
 		}},
 	{"not a DNS name", "a host with characters no DNS name has (\"&a\", \"!\") can be resolved by no resolver the crawler uses",
 		func(c urlTestCase) bool { return !validHost(strings.TrimSuffix(c.Hostname, ".")) }},
+	{"control character inside", "urlnorm.Absolute reads sitemap <loc>s, whose URLs the protocol requires escaped (RFC 3986) and free of line breaks; the standard drops tabs and line breaks and escapes other controls, a URL not written in the sitemap",
+		func(c urlTestCase) bool {
+			return c.Base == nil && strings.ContainsFunc(strings.TrimSpace(c.Input), isControl)
+		}},
 	{"not written in full", "urlnorm.Absolute reads sitemap <loc>s, which the protocol requires to begin with the scheme and \"//\"; the standard reads \"http:x\" without a base as http://x/",
 		func(c urlTestCase) bool {
 			_, rest, _ := splitScheme(strings.TrimSpace(c.Input))

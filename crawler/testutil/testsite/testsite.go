@@ -17,6 +17,7 @@ import (
 // Request is one request as the server saw it.
 type Request struct {
 	Path       string // path and query
+	Target     string // the request-target exactly as the client sent it
 	Start, End time.Time
 	Header     http.Header
 	RemoteAddr string
@@ -56,7 +57,7 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 	// returns, and the test must still count that request.
 	s.mu.Lock()
 	idx := len(s.reqs)
-	s.reqs = append(s.reqs, Request{Path: r.URL.RequestURI(), Start: time.Now(), Header: r.Header.Clone(), RemoteAddr: r.RemoteAddr})
+	s.reqs = append(s.reqs, Request{Path: r.URL.RequestURI(), Target: r.RequestURI, Start: time.Now(), Header: r.Header.Clone(), RemoteAddr: r.RemoteAddr})
 	h, ok := s.routes[r.URL.RequestURI()]
 	if !ok {
 		h, ok = s.routes[r.URL.Path]

@@ -168,3 +168,35 @@ func TestEgressMismatchQuarantinesTheNode(t *testing.T) {
 		}
 	}
 }
+
+// A requested crawl that fails the egress check has not answered the
+// request: the retry does, at once, although the target's schedule would
+// not crawl it again for a day.
+func TestEgressMismatchKeepsTheCrawlRequest(t *testing.T) {
+	createEgressNode(t, "egress-req-a", "79.139.58.98")
+	createEgressNode(t, "egress-req-b", "79.139.58.121")
+	ns := newNamespace(t)
+	op := startOperator(t, operatorOptions{echoURL: "http://echo.bot.lohisoft.com/", namespaces: []string{ns}})
+	ct := createTarget(t, ns, "asked", "https://asked.echo.example.com/", withInterval(24*time.Hour))
+	p1 := waitPod(t, ct, 1)
+	finishVerified(t, op, p1, "https://asked.echo.example.com", op.clock.Now())
+	waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled)
+
+	const request = "2026-12-05T11:00:00Z"
+	patchAnnotation(t, ct, crawlv1.RequestedAtAnnotation, request)
+	p2 := waitPod(t, ct, 2)
+	failEgress(t, p2, "")
+	p3 := waitPod(t, ct, 3)
+	if p3.Annotations[crawlpod.AnnotationRequestedAt] != request || nodeOf(p3) == nodeOf(p2) {
+		t.Errorf("retry on %s answering %q; want another node than %s, answering %s",
+			nodeOf(p3), p3.Annotations[crawlpod.AnnotationRequestedAt], nodeOf(p2), request)
+	}
+	eventually(t, "the request handled by the retry", func() error {
+		if st := getTarget(t, ct).Status; st.LastHandledRequestedAt != request || st.Runs != 3 || st.ConsecutiveFailures != 0 {
+			return fmt.Errorf("lastHandledRequestedAt %q, runs %d, failures %d", st.LastHandledRequestedAt, st.Runs, st.ConsecutiveFailures)
+		}
+		return nil
+	})
+	eventually(t, "the node's Event says nothing was verified", eventWith(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeOf(p2)}},
+		controllers.ReasonEgressAddressMismatch, "could not be verified as the published "+p2.Annotations[crawlpod.AnnotationEgressIP]))
+}

@@ -53,7 +53,7 @@ var (
 		"CrawlTargets due for a crawl and waiting in the crawl queue, by what they wait for: no-egress-node, host-busy, no-free-slot, or older-first (a slot is free and older targets take it first).",
 		[]string{"reason"}, nil)
 	nodesUsableDesc = prometheus.NewDesc("crawl_operator_egress_nodes_usable",
-		"Egress nodes that may take a crawl now (Ready, labelled, and FCrDNS-verified when the check is on).", nil, nil)
+		"Egress nodes that may take a crawl now (Ready, labelled, FCrDNS-verified when the check is on, and not quarantined after an egress address mismatch).", nil, nil)
 	slotsPerNodeDesc = prometheus.NewDesc("crawl_operator_crawl_slots_per_node",
 		"Crawls one egress node may run at once (--max-crawls-per-node).", nil, nil)
 	queueOldestDesc = prometheus.NewDesc("crawl_operator_queue_oldest_wait_seconds",

@@ -18,7 +18,7 @@ help: ## List the targets.
 ##@ Development
 
 .PHONY: manifests
-manifests: ## Generate CRDs and RBAC from the API types and markers.
+manifests: ## Generate CRDs and RBAC from the API types and markers, and the chart's list of ranges crawlers must not reach from crawler/specialpurpose.
 	rm -f config/crd/bases/*.yaml
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./... output:rbac:artifacts:config=config/rbac
@@ -28,6 +28,7 @@ manifests: ## Generate CRDs and RBAC from the API types and markers.
 	rm -f charts/crawl-operator/files/crds/*.yaml
 	cp config/crd/bases/*.yaml charts/crawl-operator/files/crds/
 	cp config/rbac/role.yaml charts/crawl-operator/files/rbac/role.yaml
+	go run ./crawler/specialpurpose/internal/chartlist > charts/crawl-operator/files/networkpolicy/forbidden-ipv4.yaml
 
 .PHONY: generate
 generate: ## Generate deepcopy code.

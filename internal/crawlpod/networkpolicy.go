@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/lohisoft/crawl-operator/crawler/specialpurpose"
 	"github.com/lohisoft/crawl-operator/internal/egress"
 )
 
@@ -24,24 +24,6 @@ import (
 // (RELEASE-crawl-operator-crawlers), so the operator never rewrites an
 // object Helm manages.
 const NetworkPolicyName = "lohisoftbot-crawler"
-
-// reservedIPv4 are the ranges that are not the public internet and that a
-// crawler Pod may nevertheless be able to reach: the cluster, the nodes,
-// the cloud metadata service, private networks. The chart's NetworkPolicy
-// lists the same (test/chart checks that the two policies are equal).
-var reservedIPv4 = []string{
-	"0.0.0.0/8",      // "this network"
-	"10.0.0.0/8",     // private
-	"100.64.0.0/10",  // CGNAT shared space
-	"127.0.0.0/8",    // loopback
-	"169.254.0.0/16", // link-local, cloud metadata
-	"172.16.0.0/12",  // private
-	"192.0.0.0/24",   // IETF protocol assignments
-	"192.168.0.0/16", // private
-	"198.18.0.0/15",  // benchmarking
-	"224.0.0.0/4",    // multicast
-	"240.0.0.0/4",    // reserved, broadcast
-}
 
 // NetworkPolicyConfig is what the crawler NetworkPolicy needs to know. The
 // flags set all but ResultsPort and EgressIPs, which belong to other
@@ -91,7 +73,7 @@ func (c *NetworkPolicyConfig) BindFlags(fs *flag.FlagSet) {
 	fs.Var(labelsFlag{&c.ManagerPodLabels}, "manager-pod-labels",
 		"Labels (key=value,...) that select the manager's Pods in --manager-namespace, for the crawler NetworkPolicy.")
 	fs.Var(prefixesFlag{&c.ExceptCIDRs}, "crawler-network-policy-except-cidrs",
-		"Comma-separated IPv4 ranges crawler Pods must not reach, besides private and reserved ranges and --expected-egress-ips (e.g. the API server's public address).")
+		"Comma-separated IPv4 ranges crawler Pods must not reach, besides the special-purpose ranges the crawler refuses too (private, reserved, documentation, ...) and --expected-egress-ips (e.g. the API server's public address).")
 	fs.StringVar(&c.DNSNamespace, "crawler-network-policy-dns-namespace", c.DNSNamespace,
 		"Namespace of cluster DNS, which crawler Pods may reach on port 53.")
 	fs.Var(labelsFlag{&c.DNSPodLabels}, "crawler-network-policy-dns-pod-labels",
@@ -127,7 +109,13 @@ func (c NetworkPolicyConfig) Validate() error {
 // connect to them. Policies only add up, so this one confines crawler Pods
 // only where no other policy selecting them allows more.
 func NetworkPolicy(namespace string, c NetworkPolicyConfig) *networkingv1.NetworkPolicy {
-	except := slices.Clone(reservedIPv4)
+	// The ranges the crawler's dialer refuses too, from the same table:
+	// the policy holds for the whole Pod, the dialer also for a crawler
+	// run outside a cluster.
+	var except []string
+	for _, p := range specialpurpose.Forbidden() {
+		except = append(except, p.String())
+	}
 	for _, ip := range c.EgressIPs.List() {
 		except = append(except, ip+"/32")
 	}

@@ -1,10 +1,12 @@
 package crawlpod
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,13 +17,21 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/fetch"
+	"github.com/lohisoft/crawl-operator/crawler/specialpurpose"
+	"github.com/lohisoft/crawl-operator/crawler/specialpurpose/specialpurposetest"
 	"github.com/lohisoft/crawl-operator/internal/egress"
 )
 
-// The ranges no crawler Pod may reach whatever the flags say, written out
-// here so that a change to the list is a change to this test too.
-var wantReserved = []string{"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-	"192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4"}
+// The ranges no crawler Pod may reach whatever the flags say: the ones the
+// crawler's dialer refuses (specialpurpose's own test writes them out).
+var wantReserved = func() []string {
+	var out []string
+	for _, p := range specialpurpose.Forbidden() {
+		out = append(out, p.String())
+	}
+	return out
+}()
 
 func TestNetworkPolicy(t *testing.T) {
 	base := func() NetworkPolicyConfig {
@@ -48,9 +58,9 @@ func TestNetworkPolicy(t *testing.T) {
 		name: "egress IPs, then extra ranges, after the reserved ones",
 		config: func(c *NetworkPolicyConfig) {
 			c.EgressIPs = egress.MustParseAddresses("79.139.58.98,79.139.58.121")
-			c.ExceptCIDRs = []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("198.51.100.7/32")}
+			c.ExceptCIDRs = []netip.Prefix{netip.MustParsePrefix("34.118.224.0/20"), netip.MustParsePrefix("35.190.1.7/32")}
 		},
-		except:  append(append([]string{}, wantReserved...), "79.139.58.98/32", "79.139.58.121/32", "203.0.113.0/24", "198.51.100.7/32"),
+		except:  append(append([]string{}, wantReserved...), "79.139.58.98/32", "79.139.58.121/32", "34.118.224.0/20", "35.190.1.7/32"),
 		dnsNS:   "kube-system",
 		dnsPods: map[string]string{"k8s-app": "kube-dns"}, managerNS: "crawl-system",
 		manager: map[string]string{"app.kubernetes.io/name": "crawl-operator"}, port: 8083,
@@ -90,6 +100,47 @@ func TestNetworkPolicy(t *testing.T) {
 			checkPeer(t, "results", spec.Egress[2], tc.managerNS, tc.manager, "TCP/"+strconv.Itoa(tc.port))
 		})
 	}
+}
+
+// The crawler's dialer and the NetworkPolicy judge every address alike:
+// the first and last address of each special-purpose range, the ones just
+// outside it, and public addresses. The policy's verdict is its ipBlock
+// evaluated as Kubernetes defines it; the dialer's is its answer for the
+// address as a URL's host.
+func TestNetworkPolicyAgreesWithTheDialer(t *testing.T) {
+	c := DefaultNetworkPolicyConfig()
+	c.ManagerNamespace, c.ResultsPort = "crawl-system", 8083
+	block := NetworkPolicy("sites", c).Spec.Egress[0].To[0].IPBlock
+	var d fetch.Dialer
+	verdicts := map[bool]int{}
+	for _, s := range specialpurposetest.Samples() {
+		_, err := d.Addresses(t.Context(), s.Addr.String())
+		if err != nil && !errors.Is(err, fetch.ErrNonPublic) {
+			t.Fatalf("%s: %v", s.Addr, err)
+		}
+		dialer, policy := err == nil, ipBlockAllows(t, block, s.Addr)
+		if dialer != policy {
+			t.Errorf("%s, %s: the dialer allows it %t, the NetworkPolicy %t", s.Addr, s.Where, dialer, policy)
+		}
+		verdicts[dialer]++
+	}
+	if verdicts[true] == 0 || verdicts[false] == 0 {
+		t.Errorf("verdicts %v: the samples test only one side", verdicts)
+	}
+}
+
+// ipBlockAllows is what an ipBlock peer lets through, as Kubernetes
+// defines it: inside cidr and in none of except.
+func ipBlockAllows(t *testing.T, b *networkingv1.IPBlock, a netip.Addr) bool {
+	t.Helper()
+	in := func(cidr string) bool {
+		p, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			t.Fatalf("ipBlock: %v", err)
+		}
+		return p.Contains(a)
+	}
+	return in(b.CIDR) && !slices.ContainsFunc(b.Except, in)
 }
 
 // checkPeer checks a rule that opens ports to the Pods of one namespace.

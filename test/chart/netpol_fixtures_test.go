@@ -2,8 +2,10 @@ package chart
 
 import (
 	"bytes"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -16,6 +18,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/fetch"
+	"github.com/lohisoft/crawl-operator/crawler/specialpurpose"
+	"github.com/lohisoft/crawl-operator/crawler/specialpurpose/specialpurposetest"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
@@ -65,6 +70,17 @@ type netpolFixture struct {
 	// each crawler namespace.
 	ChartPolicies   []map[string]any `json:"chartPolicies"`
 	ManagerPolicies []map[string]any `json:"managerPolicies"`
+	// DialerVerdicts are the crawler's own answers (fetch.IsPublicIPv4)
+	// at the edges of every special-purpose range: the policies must
+	// judge those addresses alike, besides the install's own excepts.
+	DialerVerdicts []dialerVerdict `json:"dialerVerdicts"`
+}
+
+// dialerVerdict is whether the crawler's dialer connects to Addr.
+type dialerVerdict struct {
+	Addr    string `json:"addr"`
+	Where   string `json:"where"`
+	Allowed bool   `json:"allowed"`
 }
 
 // netpolScenarios are the installs the evaluator checks: the defaults,
@@ -77,11 +93,13 @@ var netpolScenarios = []struct {
 	{"defaults", "crawl-operator", releaseNamespace, nil},
 	{"user-settings", "prod", "bots", map[string]any{
 		"fullnameOverride": "lohi",
-		"egress":           map[string]any{"expectedIPs": []any{"203.0.113.10", "203.0.113.11"}},
+		// Public addresses: the policies except every special-purpose
+		// range anyway, so addresses there would not show a dropped value.
+		"egress": map[string]any{"expectedIPs": []any{"185.15.58.10", "185.15.58.11"}},
 		"networkPolicy": map[string]any{
 			"crawlerNamespaces": []any{"sites", "shops"},
 			// The cloud API server's public endpoint and a public node.
-			"extraExceptCIDRs": []any{"198.51.100.0/24", "192.0.2.10/32"},
+			"extraExceptCIDRs": []any{"34.118.224.0/20", "185.15.58.2/32"},
 			"dnsNamespace":     "dns",
 			"dnsPodLabels":     map[string]any{"k8s-app": "coredns", "tier": "dns"},
 		},
@@ -136,6 +154,22 @@ func netpolFixtureFor(t *testing.T, scenario, release, namespace string, vals ma
 	f.DNSPodLabels, _, _ = unstructured.NestedStringMap(merged, "networkPolicy", "dnsPodLabels")
 	f.EgressIPs, _, _ = unstructured.NestedStringSlice(merged, "egress", "expectedIPs")
 	f.ExtraExceptCIDRs, _, _ = unstructured.NestedStringSlice(merged, "networkPolicy", "extraExceptCIDRs")
+
+	var own []netip.Prefix
+	for _, ip := range f.EgressIPs {
+		own = append(own, netip.PrefixFrom(netip.MustParseAddr(ip), 32))
+	}
+	for _, c := range f.ExtraExceptCIDRs {
+		own = append(own, netip.MustParsePrefix(c))
+	}
+	for _, p := range own {
+		if slices.ContainsFunc(specialpurpose.Forbidden(), p.Overlaps) {
+			t.Fatalf("scenario %s excepts %s, in a range every policy excepts: the evaluator could not tell whether the value took effect", scenario, p)
+		}
+	}
+	for _, sample := range specialpurposetest.Samples() {
+		f.DialerVerdicts = append(f.DialerVerdicts, dialerVerdict{Addr: sample.Addr.String(), Where: sample.Where, Allowed: fetch.IsPublicIPv4(sample.Addr)})
+	}
 
 	dep := find(objs, "Deployment", "")
 	f.Manager.Namespace = dep.GetNamespace()

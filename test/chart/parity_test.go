@@ -82,7 +82,7 @@ func TestChartAndManagerNetworkPoliciesAreEqual(t *testing.T) {
 			"egress":           map[string]any{"expectedIPs": []any{"1.2.3.4"}},
 			"networkPolicy": map[string]any{
 				"crawlerNamespaces": []any{"sites", "shops"},
-				"extraExceptCIDRs":  []any{"203.0.113.0/24", "198.51.100.7/32"},
+				"extraExceptCIDRs":  []any{"34.118.224.0/20", "35.190.1.7/32"},
 				"dnsNamespace":      "dns",
 				"dnsPodLabels":      map[string]any{"k8s-app": "coredns", "tier": "dns"},
 			},

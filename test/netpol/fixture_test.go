@@ -32,6 +32,13 @@ type fixture struct {
 	CrawlerNamespaces []string                      `json:"crawlerNamespaces"`
 	ChartPolicies     []*networkingv1.NetworkPolicy `json:"chartPolicies"`
 	ManagerPolicies   []*networkingv1.NetworkPolicy `json:"managerPolicies"`
+	// DialerVerdicts are the crawler's dialer's answers at the edges of
+	// every special-purpose range (crawler/specialpurpose).
+	DialerVerdicts []struct {
+		Addr    string `json:"addr"`
+		Where   string `json:"where"`
+		Allowed bool   `json:"allowed"`
+	} `json:"dialerVerdicts"`
 }
 
 // The scenarios test/chart writes, and the namespaces where each writer

@@ -179,6 +179,17 @@ func TestTheEvaluatorCatchesBrokenPolicies(t *testing.T) {
 		group  string
 	}{
 		{"no except list", func(s *networkingv1.NetworkPolicySpec) { s.Egress[0].To[0].IPBlock.Except = nil }, groupReserved},
+		// The except-list as it was before it came from the dialer's table.
+		{"documentation and 6to4 ranges allowed", func(s *networkingv1.NetworkPolicySpec) {
+			block := s.Egress[0].To[0].IPBlock
+			block.Except = slices.DeleteFunc(block.Except, func(c string) bool {
+				return slices.Contains([]string{"192.0.2.0/24", "192.88.99.0/24", "198.51.100.0/24", "203.0.113.0/24"}, c)
+			})
+		}, groupDialer},
+		{"AS112 excepted too", func(s *networkingv1.NetworkPolicySpec) {
+			block := s.Egress[0].To[0].IPBlock
+			block.Except = append(block.Except, "192.31.196.0/24")
+		}, groupDialer},
 		{"no egress IPs excepted", func(s *networkingv1.NetworkPolicySpec) {
 			block := s.Egress[0].To[0].IPBlock
 			block.Except = slices.DeleteFunc(block.Except, func(c string) bool { return slices.Contains(f.EgressIPs, strings.TrimSuffix(c, "/32")) })

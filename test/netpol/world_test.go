@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/mattfenwick/cyclonus/pkg/matcher"
@@ -35,6 +36,7 @@ const (
 	groupNode      = "nodes and the API server"
 	groupEgressIP  = "egress nodes' published IPs"
 	groupExcept    = "networkPolicy.extraExceptCIDRs"
+	groupDialer    = "as the crawler's dialer judges it"
 	groupPods      = "other Pods"
 	groupDNS       = "cluster DNS"
 	groupManager   = "the manager's Pods"
@@ -74,6 +76,7 @@ var publicHosts = []host{
 	{"93.184.215.14", 8080, tcp, "a high port"},
 	{"151.101.1.69", 65535, tcp, "the highest port"},
 	{"203.0.114.1", 1, tcp, "the lowest port"},
+	{"192.31.196.1", 80, tcp, "AS112-v4: special-purpose, globally reachable"},
 }
 
 // Addresses that are not the public IPv4 internet.
@@ -92,6 +95,11 @@ var reservedHosts = []host{
 	{"127.255.255.254", 22, tcp, "loopback"},
 	{"0.0.0.1", 80, tcp, "0/8"},
 	{"192.0.0.8", 80, tcp, "192.0.0/24"},
+	{"192.0.0.9", 5351, udp, "PCP anycast: the NAT in front of the Pod"},
+	{"192.0.2.2", 10256, tcp, "documentation; the development machine's own address"},
+	{"198.51.100.1", 443, tcp, "documentation"},
+	{"203.0.113.255", 80, tcp, "documentation"},
+	{"192.88.99.1", 80, tcp, "6to4 relay anycast"},
 	{"198.18.0.1", 80, tcp, "benchmarking"},
 	{"224.0.0.251", 5353, udp, "multicast"},
 	{"255.255.255.255", 67, udp, "broadcast"},
@@ -141,6 +149,16 @@ func (f *fixture) flows(t *testing.T, ns string) []flow {
 	for _, cidr := range f.ExtraExceptCIDRs {
 		first, last := bounds(t, cidr)
 		toHosts(groupExcept, false, []host{{first, 443, tcp, "first of " + cidr}, {last, 80, tcp, "last of " + cidr}})
+	}
+	if len(f.DialerVerdicts) == 0 {
+		t.Fatalf("scenario %s has no dialer verdicts: run `make netpol-fixtures`", f.Scenario)
+	}
+	excepts := f.ownExcepts()
+	for _, v := range f.DialerVerdicts {
+		// What the dialer refuses the policies refuse; what it allows
+		// they allow, unless the install keeps crawlers from it too.
+		allowed := v.Allowed && !slices.ContainsFunc(excepts, func(p netip.Prefix) bool { return p.Contains(netip.MustParseAddr(v.Addr)) })
+		toHosts(groupDialer, allowed, []host{{v.Addr, 443, tcp, v.Where}})
 	}
 
 	toPod := func(group, what string, to *matcher.TrafficPeer, port int, portName string, proto corev1.Protocol, allowed bool) {
@@ -219,21 +237,27 @@ func (f *fixture) isCrawler(p *matcher.TrafficPeer) bool {
 // would say nothing.
 func (f *fixture) outsideExcepts(t *testing.T, hosts []host) []host {
 	t.Helper()
-	var excepts []netip.Prefix
-	for _, ip := range f.EgressIPs {
-		excepts = append(excepts, netip.PrefixFrom(netip.MustParseAddr(ip), 32))
-	}
-	for _, c := range f.ExtraExceptCIDRs {
-		excepts = append(excepts, netip.MustParsePrefix(c))
-	}
 	for _, h := range hosts {
-		for _, p := range excepts {
+		for _, p := range f.ownExcepts() {
 			if p.Contains(netip.MustParseAddr(h.ip)) {
 				t.Fatalf("public host %s is in %s, which scenario %s keeps crawlers from: pick another", h.ip, p, f.Scenario)
 			}
 		}
 	}
 	return hosts
+}
+
+// ownExcepts are the ranges the install's values keep crawlers from: the
+// egress IPs and networkPolicy.extraExceptCIDRs.
+func (f *fixture) ownExcepts() []netip.Prefix {
+	var out []netip.Prefix
+	for _, ip := range f.EgressIPs {
+		out = append(out, netip.PrefixFrom(netip.MustParseAddr(ip), 32))
+	}
+	for _, c := range f.ExtraExceptCIDRs {
+		out = append(out, netip.MustParsePrefix(c))
+	}
+	return out
 }
 
 // bounds are the first and last addresses of an IPv4 CIDR.

@@ -47,7 +47,8 @@ func CacheOptions(sel egress.Selector) cache.Options {
 
 // compactSiteIndex is the cache's copy of a SiteIndex: what the
 // reconcilers and the index syncer read (its site, owner, run, whether it
-// is complete, pages counted, Retry-After and a refusal).
+// is complete, pages counted, Retry-After, a refusal and the verified
+// egress address, one of a handful shared by every site).
 func compactSiteIndex(in any) (any, error) {
 	if si, ok := in.(*crawlv1.SiteIndex); ok {
 		si.ManagedFields = nil
@@ -56,6 +57,7 @@ func compactSiteIndex(in any) (any, error) {
 		// for the people and the results endpoint, which reads the
 		// SiteIndex from the API server.
 		si.Status.Pages, si.Status.Robots, si.Status.Progress = nil, nil, nil
+		si.Status.EgressIP = vocabulary.share(si.Status.EgressIP)
 		shareMeta(&si.ObjectMeta)
 	}
 	return in, nil

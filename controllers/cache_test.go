@@ -111,7 +111,8 @@ func ownedSiteIndex(i int) *crawlv1.SiteIndex {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "crawl.lohisoft.com/v1alpha1", Kind: "CrawlTarget",
 				Name: fmt.Sprintf("site-%06d", i), UID: "0c4d1a3e-5b6f-4d7e-8f90-a1b2c3d4e5f6", Controller: &yes, BlockOwnerDeletion: &yes}},
 		},
-		Spec: crawlv1.SiteIndexSpec{Site: fmt.Sprintf("https://www.site-%06d.example:443", i)},
+		Spec:   crawlv1.SiteIndexSpec{Site: fmt.Sprintf("https://www.site-%06d.example:443", i)},
+		Status: crawlv1.SiteIndexStatus{Run: fmt.Sprintf("site-%06d-crawl-1", i), Complete: true, EgressIP: "79.139.58.98"},
 	}
 }
 
@@ -254,6 +255,7 @@ func TestCacheTransformsShareStrings(t *testing.T) {
 	same("owner kinds", r1.Kind, r2.Kind)
 	same("owner API versions", r1.APIVersion, r2.APIVersion)
 	same("owner name and name", r1.Name, si1.Name)
+	same("verified egress addresses", si1.Status.EgressIP, si2.Status.EgressIP)
 	if r1.Controller != r2.Controller || !metav1.IsControlledBy(si1, &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{UID: r1.UID}}) {
 		t.Error("owner flags are not shared or no longer say controller")
 	}

@@ -111,9 +111,16 @@ func ownedSiteIndex(i int) *crawlv1.SiteIndex {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "crawl.lohisoft.com/v1alpha1", Kind: "CrawlTarget",
 				Name: fmt.Sprintf("site-%06d", i), UID: "0c4d1a3e-5b6f-4d7e-8f90-a1b2c3d4e5f6", Controller: &yes, BlockOwnerDeletion: &yes}},
 		},
-		Spec:   crawlv1.SiteIndexSpec{Site: fmt.Sprintf("https://www.site-%06d.example:443", i)},
-		Status: crawlv1.SiteIndexStatus{Run: fmt.Sprintf("site-%06d-crawl-1", i), Complete: true, EgressIP: "79.139.58.98"},
+		Spec: crawlv1.SiteIndexSpec{Site: fmt.Sprintf("https://www.site-%06d.example:443", i)},
 	}
+}
+
+// crawledSiteIndex is the SiteIndex of a target whose crawl was verified to
+// leave from the first egress address.
+func crawledSiteIndex(i int) *crawlv1.SiteIndex {
+	si := ownedSiteIndex(i)
+	si.Status = crawlv1.SiteIndexStatus{Run: fmt.Sprintf("site-%06d-crawl-1", i), Complete: true, EgressIP: "79.139.58.98"}
+	return si
 }
 
 // decoded is obj as an informer holds it: decoded from the API server's
@@ -250,7 +257,7 @@ func TestCacheTransformsShareStrings(t *testing.T) {
 		t.Errorf("host %q is not shared with site %q", a.Status.Host, a.Status.Site)
 	}
 
-	si1, si2 := compactedPair(t, ownedSiteIndex, compactSiteIndex)
+	si1, si2 := compactedPair(t, crawledSiteIndex, compactSiteIndex)
 	r1, r2 := si1.OwnerReferences[0], si2.OwnerReferences[0]
 	same("owner kinds", r1.Kind, r2.Kind)
 	same("owner API versions", r1.APIVersion, r2.APIVersion)

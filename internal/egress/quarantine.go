@@ -106,21 +106,24 @@ func (q *Quarantine) length(n int) time.Duration {
 }
 
 // Verified records that run, a crawl on node started at started, verified
-// ip. Only a crawl started after the quarantine ended lifts it: one that
-// was already running may have checked before the address went wrong
-// (started has the API's one-second resolution, hence the truncation). It
-// reports whether the node is in use again because of this run.
+// ip, the address the node published when the run started. That may be
+// another address than the one that failed: a node fixed by publishing
+// the address sites do see is fixed too. Only a crawl started after the
+// quarantine ended lifts it: one that was already running may have
+// checked before the address went wrong (started has the API's one-second
+// resolution, hence the truncation). It reports whether the node is in
+// use again because of this run.
 func (q *Quarantine) Verified(node, run, ip string, started time.Time) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	e := q.nodes[node]
-	if e == nil || ip != e.ip || started.Before(e.until.Truncate(time.Second)) {
+	if e == nil || started.Before(e.until.Truncate(time.Second)) {
 		return false
 	}
 	if e.verified {
 		return run == e.verifiedBy
 	}
-	e.verified, e.verifiedBy, e.inARow = true, run, 0
+	e.ip, e.verified, e.verifiedBy, e.inARow = ip, true, run, 0
 	return true
 }
 

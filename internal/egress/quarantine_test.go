@@ -70,9 +70,9 @@ func TestQuarantine(t *testing.T) {
 			{at: 1, mismatch: s(""), node: "out"},
 			{at: 5, node: "probation"},
 		}},
-		{"a verification of another address does not lift it", []happening{
+		{"fixed by publishing the address sites see: a probe verifying it lifts the quarantine", []happening{
 			{at: 0, mismatch: s("203.0.113.7"), started: true, length: 5 * m, node: "out"},
-			{at: 7, verified: f(6), ip: "79.139.58.121", node: "probation"},
+			{at: 7, verified: f(6), ip: "203.0.113.7", back: true, node: "in"},
 		}},
 		{"failed probes double the quarantine up to the hour", []happening{
 			{at: 0, mismatch: s("203.0.113.7"), started: true, length: 5 * m, node: "out"},

@@ -60,6 +60,8 @@ func TestRealisticSiteIndexIsSmall(t *testing.T) {
 	res := Convert(RealisticCrawl(host, now), owner, "harbour-bakery-crawl-12", 20, now, nil)
 	// The stats at their widest: a recrawl can find every page unchanged.
 	res.Status.Stats.PagesUnchanged = 20
+	// And a verified egress address, the longer of the two.
+	res.Status.EgressIP = "79.139.58.121"
 	si := crawlv1.SiteIndex{
 		TypeMeta: metav1.TypeMeta{APIVersion: crawlv1.GroupVersion.String(), Kind: "SiteIndex"},
 		ObjectMeta: metav1.ObjectMeta{

@@ -556,7 +556,6 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) {
 		switch {
 		case next != nil:
 			c.alias(key(next), key(cur))
-			c.skip(cur.String(), fmt.Sprintf("HTTP %d: redirects to %s", resp.StatusCode, next))
 			cur = next
 			continue
 		case !read:
@@ -575,9 +574,10 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) {
 // leaves the site alone; a redirect is followed only on this site, to a URL
 // not requested yet, at most MaxRedirects deep; 401 and 403 are not
 // bypassed; any other status but 2xx and 304 ends the URL. It returns the
-// redirect target to request next, or read when the caller reads the
-// response (a 2xx, or a 304 to a conditional request); neither when the URL
-// is done with, its skipped entry written.
+// redirect target to request next (the redirect's skipped entry written),
+// or read when the caller reads the response (a 2xx, or a 304 to a
+// conditional request); neither when the URL is done with, its skipped
+// entry written.
 func (c *crawler) status(what string, cur *url.URL, resp *fetch.Response, hop int) (next *url.URL, read bool) {
 	switch code := resp.StatusCode; {
 	case isChallenge(code, resp.Header, resp.Body):
@@ -586,7 +586,11 @@ func (c *crawler) status(what string, cur *url.URL, resp *fetch.Response, hop in
 	case code >= 200 && code < 300, code == http.StatusNotModified:
 		return nil, true
 	case code >= 300 && code < 400:
-		return c.redirectTarget(what, cur, resp, hop), false
+		next := c.redirectTarget(what, cur, resp, hop)
+		if next != nil {
+			c.skip(cur.String(), fmt.Sprintf("%sHTTP %d: redirects to %s", what, code, next))
+		}
+		return next, false
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		c.skip(cur.String(), fmt.Sprintf("%sHTTP %d: access restricted, not bypassed", what, code))
 	default:

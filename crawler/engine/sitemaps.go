@@ -171,7 +171,6 @@ func (c *crawler) readSitemap(ctx context.Context, r *sitemapRead, u *url.URL) {
 	next, read := c.status("sitemap: ", u, resp, 0)
 	switch {
 	case next != nil:
-		c.skip(u.String(), fmt.Sprintf("sitemap: HTTP %d: redirects to %s", resp.StatusCode, next))
 		r.pending = append([]*url.URL{next}, r.pending...)
 	case !read:
 	case resp.StatusCode == http.StatusNotModified: // to a request without validators

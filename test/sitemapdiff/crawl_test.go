@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,11 +20,17 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/testutil/testsite"
 )
 
-// served is a corpus body as the test site at origin serves it: site
-// replaced by origin wherever it is written, in UTF-8 and the encodings that
-// write ASCII as ASCII, in UTF-16 either way round, and inside gzip (a
-// stream cut off in the corpus is cut off as served).
-func served(body []byte, origin string) []byte {
+// siteHost is the corpus site's host, however a body spells it.
+var siteHost = regexp.MustCompile(`(?i)site\.test`)
+
+// served is a corpus body as the test site at host serves it: the corpus
+// site's host replaced by host wherever it is written (in any case, in
+// whatever form of URL: a body's relative, backslashed or otherwise broken
+// references to the site must reach the test server if the crawler takes
+// them), in UTF-8 and the encodings that write ASCII as ASCII, in UTF-16
+// either way round, and inside gzip (a stream cut off in the corpus is cut
+// off as served).
+func served(body []byte, host string) []byte {
 	if bytes.HasPrefix(body, []byte{0x1f, 0x8b}) {
 		zr, err := gzip.NewReader(bytes.NewReader(body))
 		if err != nil {
@@ -32,16 +39,16 @@ func served(body []byte, origin string) []byte {
 		plain, readErr := io.ReadAll(zr)
 		var b bytes.Buffer
 		zw := gzip.NewWriter(&b)
-		zw.Write(served(plain, origin))
+		zw.Write(served(plain, host))
 		zw.Close()
 		if readErr != nil {
 			return b.Bytes()[:b.Len()/2]
 		}
 		return b.Bytes()
 	}
-	body = bytes.ReplaceAll(body, []byte(site), []byte(origin))
+	body = siteHost.ReplaceAllLiteral(body, []byte(host))
 	for _, bigEndian := range []bool{false, true} {
-		body = bytes.ReplaceAll(body, utf16Bytes(site, bigEndian), utf16Bytes(origin, bigEndian))
+		body = bytes.ReplaceAll(body, utf16Bytes("site.test", bigEndian), utf16Bytes(host, bigEndian))
 	}
 	return body
 }
@@ -78,7 +85,7 @@ func TestCrawlRequestsOnlyNamedURLs(t *testing.T) {
 		}
 		s := testsite.New(t)
 		sites[name] = s
-		b := served(body, s.URL)
+		b := served(body, strings.TrimPrefix(s.URL, "http://"))
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -209,9 +209,10 @@ func (d *Decoder) start() error {
 	}
 	d.g = &guard{r: br, max: MaxToken}
 	d.xd = xml.NewDecoder(d.g)
-	// Sloppy sitemaps are still sitemaps: an unescaped "&" in a URL or an
-	// unknown entity stays as written (no entity is ever expanded, so no
-	// "billion laughs"), a mismatched end tag closes what is open.
+	// Sloppy sitemaps are still sitemaps: an unescaped "&" in a URL stays
+	// as written, a mismatched end tag closes what is open. An entity a DTD
+	// declares is never expanded (no "billion laughs"): the decoder leaves
+	// "&e;" as written, and a <loc> holding one names nothing (unexpanded).
 	d.xd.Strict = false
 	d.xd.CharsetReader = func(label string, in io.Reader) (io.Reader, error) {
 		enc, err := htmlindex.Get(label)

@@ -51,9 +51,9 @@ function kindOf(text) {
   return 'none';
 }
 
-// collect runs a library stream over the body: the URLs it yields before an
-// error, and the error.
-function collect(stream, body, urlOf) {
+// collect reads a library stream's items to its end or its first error:
+// the URLs they name (urlOf gives "" for none), and the error.
+function collect(stream, urlOf) {
   return new Promise((resolve) => {
     const urls = [];
     let done = false;
@@ -69,8 +69,19 @@ function collect(stream, body, urlOf) {
     });
     stream.on('end', () => finish(''));
     stream.on('error', (err) => finish(String(err && err.message ? err.message : err)));
-    Readable.from([body]).pipe(stream);
   });
+}
+
+// lineURL is a text sitemap's line when the library's own URL check
+// (validateURL: http(s), at most 2,048 characters, parseable) takes it.
+function lineURL(line) {
+  const s = String(line).trim();
+  try {
+    validateURL(s, 'url');
+    return s;
+  } catch {
+    return '';
+  }
 }
 
 function httpHref(s) {
@@ -94,30 +105,17 @@ async function read(file) {
     }
   }
   const kind = kindOf(body.toString('utf8'));
+  const source = () => Readable.from([body]);
   let r;
   switch (kind) {
     case 'urlset':
-      r = await collect(new XMLToSitemapItemStream({ logger: false }), body, (item) => item.url);
+      r = await collect(source().pipe(new XMLToSitemapItemStream({ logger: false })), (item) => item.url);
       break;
     case 'index':
-      r = await collect(new XMLToSitemapIndexStream({ logger: false }), body, (item) => item.url);
+      r = await collect(source().pipe(new XMLToSitemapIndexStream({ logger: false })), (item) => item.url);
       break;
     case 'text':
-      r = await new Promise((resolve) => {
-        const urls = [];
-        lineSeparatedURLsToSitemapOptions(Readable.from([body]), { isJSON: false })
-          .on('data', (line) => {
-            const s = String(line).trim();
-            try {
-              validateURL(s, 'url');
-              urls.push(s);
-            } catch {
-              // a line the library would not take as a URL
-            }
-          })
-          .on('end', () => resolve({ urls, error: '' }))
-          .on('error', (err) => resolve({ urls, error: String(err.message) }));
-      });
+      r = await collect(lineSeparatedURLsToSitemapOptions(source(), { isJSON: false }), lineURL);
       break;
     default:
       r = { urls: [], error: '' };

@@ -310,6 +310,18 @@ func TestSitemapSources(t *testing.T) {
 			s.Redirect("/sitemap.xml", "/sitemap_index.xml", http.StatusMovedPermanently)
 			s.Handle("/sitemap_index.xml", urlset(s, "/x"))
 		}, []string{"/sitemap.xml", "/sitemap_index.xml", "/x"}, map[string]string{"/sitemap.xml": "sitemap: HTTP 301: redirects to"}},
+		{"a sitemap the home page links is requested once, as a sitemap", func(s *testsite.Site) {
+			s.HTML("/", testsite.Page("Home", marker, "/sitemap.xml", "Sitemap", "/a", "A"))
+			s.Handle("/sitemap.xml", urlset(s, "/x", "/sitemap.xml"))
+		}, []string{"/sitemap.xml", "/x"}, map[string]string{"/sitemap.xml": "sitemap: 2 URLs (1 usable, 1 already crawled)"}},
+		{"an index listing the start URL and itself: neither requested again", func(s *testsite.Site) {
+			s.Robots("Sitemap: " + s.URL + "/index.xml\n")
+			s.Handle("/index.xml", index(s, "/", "/index.xml", "/one.xml"))
+			s.Handle("/one.xml", urlset(s, "/x"))
+		}, []string{"/index.xml", "/one.xml", "/x"}, map[string]string{"/index.xml": "sitemap index: 3 sitemaps (1 to read next, 2 already read)"}},
+		{"a sitemap redirecting to a page already crawled", func(s *testsite.Site) {
+			s.Redirect("/sitemap.xml", "/", http.StatusFound)
+		}, []string{"/sitemap.xml"}, map[string]string{"/sitemap.xml": "sitemap: redirects to http://"}},
 		{"server error: not retried, the crawl goes on", func(s *testsite.Site) {
 			s.Handle("/sitemap.xml", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) })
 		}, []string{"/sitemap.xml", "/a"}, map[string]string{"/sitemap.xml": "sitemap: HTTP 503"}},

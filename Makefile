@@ -85,7 +85,7 @@ sitemapdiff-deps: ## Install the sitemap differential's reference reader (npm si
 	cd test/sitemapdiff/testdata/npm && npm ci --no-audit --no-fund
 
 .PHONY: test
-test: k8s-bin helm-bin flux-bin promtool-bin sitemapdiff-deps manifests generate vet build ## Run every test: unit, envtest and end-to-end, the NetworkPolicy evaluator (test/netpol), then each fuzz target briefly.
+test: k8s-bin helm-bin flux-bin promtool-bin coredns-bin sitemapdiff-deps manifests generate vet build ## Run every test: unit, envtest and end-to-end, the NetworkPolicy evaluator (test/netpol), then each fuzz target briefly.
 	go test -timeout 30m $(GO_TEST_FLAGS) ./...
 # test/netpol is a module of its own (cyclonus pins older Kubernetes
 # libraries), which ./... does not reach; test/chart fails first when the
@@ -128,6 +128,10 @@ demo: k8s-bin build ## Run the whole job locally: cluster, manager, sample site,
 .PHONY: flux-bin
 flux-bin: ## Build Flux's source-, kustomize- and helm-controller (Flux v2.9.5, pinned in hack/tools/flux) into bin/flux (skipped when current; cached in ~/.cache/crawl-operator).
 	hack/tool-bin.sh flux flux github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller github.com/fluxcd/helm-controller
+
+.PHONY: coredns-bin
+coredns-bin: ## Build CoreDNS (hack/tools/coredns: the cluster's plugins, file and forward) into bin/coredns, the dev internet's DNS server (skipped when current; cached in ~/.cache/crawl-operator).
+	hack/tool-bin.sh coredns coredns .
 
 .PHONY: promtool-bin
 promtool-bin: ## Build promtool and promqlrefs (Prometheus v0.316.0, pinned in hack/tools/promtool) into bin/promtool (skipped when current; cached in ~/.cache/crawl-operator).

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -40,6 +41,9 @@ func main() {
 	readyFile := flag.String("ready-file", "", "Written once the control plane is up, the kubeconfig written and (with fake nodes) the node agent watching Pods; removed on exit.")
 	fleet := flag.String("fleet", "", "With --fake-nodes=false: the real nodes' directory (`devcluster nodes plan`); the API server then serves Pods in their ranges and through the kubernetes Service.")
 	if len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-") {
+		// Subcommands say what they do themselves; the client's own
+		// logging stays quiet.
+		ctrl.SetLogger(logr.Discard())
 		os.Exit(subcommand(os.Args[1], os.Args[2:]))
 	}
 	flag.Parse()

@@ -160,12 +160,7 @@ func nodesUp(ctx context.Context, dir, kubeconfig, binDir, image, imageTar strin
 		return err
 	}
 	logf("starting kube-proxy, CoreDNS and local-path-provisioner")
-	a := addons.Options{Root: repoRoot(), StateDir: filepath.Join(dir, "addons"), Kubeconfig: kubeconfig,
-		KubeProxy: filepath.Join(binDir, "kube-proxy"), Node: f.Nodes[0].Name, Network: f.Network}
-	for _, n := range f.Nodes {
-		a.ContainerdSockets = append(a.ContainerdSockets, n.Socket())
-	}
-	if err := addons.Up(ctx, a); err != nil {
+	if err := addons.Up(ctx, addonOptions(f, kubeconfig, binDir)); err != nil {
 		return err
 	}
 	return writeEnv(f, image)
@@ -229,11 +224,15 @@ func nodesDown(ctx context.Context, dir, kubeconfig string) error {
 	return nil
 }
 
-// nodeCommand runs `devcluster node stop|start NODE`: one node lost and
-// back, as a machine that loses power and boots again.
+// nodeCommand runs `devcluster node stop|start NODE`, one node lost and
+// back, as a machine that loses power and boots again, and `devcluster
+// node egress-ip NODE ADDR`.
 func nodeCommand(args []string) error {
 	if len(args) < 2 {
-		return fmt.Errorf("node wants stop NODE or start NODE")
+		return fmt.Errorf("node wants stop NODE, start NODE or egress-ip NODE ADDR")
+	}
+	if args[0] == "egress-ip" {
+		return egressIPCommand(args[1], args[2:])
 	}
 	fs := flag.NewFlagSet("node "+args[0], flag.ContinueOnError)
 	dir := fs.String("dir", defaultNodesDir(), "The nodes' state.")
@@ -270,7 +269,7 @@ func nodeCommand(args []string) error {
 		logf("node %s Ready again", n.Name)
 		return nil
 	}
-	return fmt.Errorf("node %s: want stop or start", args[0])
+	return fmt.Errorf("node %s: want stop, start or egress-ip", args[0])
 }
 
 func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }

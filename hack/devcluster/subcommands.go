@@ -21,6 +21,16 @@ import (
 //	    what is left | says why this machine cannot run them
 //	devcluster node stop NODE | start NODE
 //	    a node lost (kubelet, containerd and containers killed) and back
+//	devcluster node egress-ip NODE ADDR
+//	    the address the node's Pods reach the internet with (a NAT set up wrong)
+//	devcluster internet up | down | check
+//	    the internet in a box (--dir .dev/internet): a network namespace with
+//	    public addresses, its DNS server, and the nodes' SNAT into it
+//	devcluster internet site NAME [--ipv6]
+//	    publishes NAME (A, and AAAA with --ipv6); prints the namespace and
+//	    the addresses, where a web server can run with ip netns exec
+//	devcluster internet dns
+//	    prints the internet's DNS server's address
 //	devcluster flux up | fleet --site URL | commit -m MSG | down
 //	    Flux's controllers and a fleet repository (make demo-gitops)
 //	devcluster git-server --root R --addr A
@@ -32,12 +42,14 @@ func subcommand(name string, args []string) int {
 		err = nodesCommand(args)
 	case "node":
 		err = nodeCommand(args)
+	case "internet":
+		err = internetCommand(args)
 	case "flux":
 		err = fluxCommand(args)
 	case "git-server":
 		err = gitServer(args)
 	default:
-		err = fmt.Errorf("unknown subcommand %q: want nodes, node, flux or git-server", name)
+		err = fmt.Errorf("unknown subcommand %q: want nodes, node, internet, flux or git-server", name)
 	}
 	if errors.Is(err, errSilent) {
 		return 1

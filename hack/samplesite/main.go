@@ -28,7 +28,7 @@ func main() {
 // between them is visible in the demo.
 func logRequests(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		log.Printf("%s %s (%s)", r.Method, r.URL.Path, r.UserAgent())
+		log.Printf("%s %s %s (%s)", r.RemoteAddr, r.Method, r.URL.Path, r.UserAgent())
 		h.ServeHTTP(w, r)
 	})
 }

@@ -86,37 +86,6 @@ func requireRealNode(t *testing.T, assets, devcluster string) {
 	t.Skipf("real node not available: %s (with CI=true this is a failure)", reason)
 }
 
-// lockRealNode makes this the only real-node test on the machine (the node
-// name, bridge, kubelet port and kubepods cgroups are machine-wide). The
-// lock goes with the process, however it ends. Another run holding it
-// makes this one skip, or with CI=true wait up to five minutes.
-func lockRealNode(t *testing.T) {
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "crawl-operator-e2e-realnode.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			t.Fatalf("lock %s: %v", f.Name(), err)
-		}
-		if os.Getenv("CI") != "true" {
-			f.Close()
-			t.Skip("another real-node end-to-end test runs on this machine")
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("another real-node end-to-end test held %s for 5 minutes", f.Name())
-		}
-		time.Sleep(time.Second)
-	}
-	t.Cleanup(func() { f.Close() })
-}
-
 // startRealNodeCluster starts the cluster and installs the CRDs.
 func startRealNodeCluster(t *testing.T) *realNodeCluster {
 	t.Helper()
@@ -135,7 +104,7 @@ func startRealNode(t *testing.T) *realNodeCluster {
 	assets := testenv.MustAssets(t, repoRoot)
 	devcluster := buildBinary(t, "hack/devcluster")
 	requireRealNode(t, assets, devcluster)
-	lockRealNode(t)
+	testutil.LockMachine(t)
 	dir := t.TempDir()
 	c := &realNodeCluster{
 		kubeconfig: filepath.Join(dir, "kubeconfig"),

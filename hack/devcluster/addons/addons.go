@@ -64,6 +64,9 @@ type Options struct {
 	// wherever the scheduler puts the add-ons.
 	ContainerdSockets []string
 	Network           cluster.Network
+	// Upstream is a DNS server (address) for every name outside the
+	// cluster: the dev internet's, when there is one.
+	Upstream string
 }
 
 // VolumeDir is where the provisioner makes volumes on the node.
@@ -88,6 +91,23 @@ func Up(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if err := apply(ctx, c, o); err != nil {
+		return err
+	}
+	if err := kubeProxy(o.StateDir).WaitHealthy(ctx, healthz, waitTimeout); err != nil {
+		return err
+	}
+	for _, d := range []client.ObjectKey{coreDNS, {Namespace: "local-path-storage", Name: "local-path-provisioner"}} {
+		if err := waitAvailable(ctx, c, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var coreDNS = client.ObjectKey{Namespace: "kube-system", Name: "coredns"}
+
+func apply(ctx context.Context, c client.Client, o Options) error {
 	objs, err := Manifests(o)
 	if err != nil {
 		return err
@@ -97,15 +117,21 @@ func Up(ctx context.Context, o Options) error {
 			return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}
-	if err := kubeProxy(o.StateDir).WaitHealthy(ctx, healthz, waitTimeout); err != nil {
+	return nil
+}
+
+// SetUpstream makes the cluster's DNS forward every name outside the
+// cluster to upstream ("": to none), and waits until CoreDNS runs so.
+func SetUpstream(ctx context.Context, o Options, upstream string) error {
+	c, err := newClient(o.Kubeconfig)
+	if err != nil {
 		return err
 	}
-	for _, d := range []client.ObjectKey{{Namespace: "kube-system", Name: "coredns"}, {Namespace: "local-path-storage", Name: "local-path-provisioner"}} {
-		if err := waitAvailable(ctx, c, d); err != nil {
-			return err
-		}
+	o.Upstream = upstream
+	if err := apply(ctx, c, o); err != nil {
+		return err
 	}
-	return nil
+	return waitAvailable(ctx, c, coreDNS)
 }
 
 // Manifests are the add-ons' objects for this node, in apply order.
@@ -117,6 +143,7 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 		"ProvisionerImage": ProvisionerImage,
 		"HelperImage":      HelperImage,
 		"VolumeDir":        o.VolumeDir(),
+		"Upstream":         o.Upstream,
 	}
 	var out []*unstructured.Unstructured
 	for _, m := range []string{coreDNSManifest, localPathManifest} {
@@ -243,7 +270,9 @@ func waitAvailable(ctx context.Context, c client.Client, key client.ObjectKey) e
 	for {
 		d := &appsv1.Deployment{}
 		err := c.Get(ctx, key, d)
-		if err == nil && d.Status.AvailableReplicas > 0 && d.Status.ObservedGeneration >= d.Generation {
+		// Rolled out: what runs is the newest template, and available.
+		if err == nil && d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == d.Status.Replicas &&
+			d.Status.AvailableReplicas > 0 && d.Status.AvailableReplicas == d.Status.Replicas {
 			return nil
 		}
 		select {

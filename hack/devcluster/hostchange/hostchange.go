@@ -369,11 +369,18 @@ func IPTables(netns string, fam int, table string, args ...string) (string, erro
 }
 
 func run(name string, args ...string) error {
-	out, err := exec.Command(name, args...).CombinedOutput()
+	_, err := Run(append([]string{name}, args...)...)
+	return err
+}
+
+// Run runs a command and returns its output; its error names the command
+// and quotes what it said.
+func Run(args ...string) (string, error) {
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return string(out), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
-	return nil
+	return string(out), nil
 }
 
 func netnsExists(name string) bool {

@@ -1,0 +1,255 @@
+package internet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
+
+	"github.com/lohisoft/crawl-operator/hack/devcluster/hostchange"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
+)
+
+// need skips a test that changes the machine unless it runs as root with
+// its tools and the DNS server (make coredns-bin); under CI=true it fails.
+func need(t *testing.T) string {
+	t.Helper()
+	coredns, _ := filepath.Abs("../../../bin/coredns/coredns")
+	why := ""
+	if os.Geteuid() != 0 {
+		why = "needs root"
+	} else if _, err := os.Stat(coredns); err != nil {
+		why = "no " + coredns + " (make coredns-bin)"
+	}
+	for _, c := range []string{"ip", "iptables", "ip6tables"} {
+		if _, err := exec.LookPath(c); err != nil && why == "" {
+			why = "needs " + c
+		}
+	}
+	if why == "" {
+		return coredns
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("cannot test the internet: %s", why)
+	}
+	t.Skip(why)
+	return ""
+}
+
+// listenIn opens a listener inside network namespace ns: the socket lives
+// there, the accept loop anywhere. The thread that entered the namespace
+// is thrown away.
+func listenIn(t *testing.T, ns, network, addr string) net.Listener {
+	t.Helper()
+	type res struct {
+		l   net.Listener
+		err error
+	}
+	c := make(chan res, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		f, err := os.Open(filepath.Join("/run/netns", ns))
+		if err != nil {
+			c <- res{err: err}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			c <- res{err: err}
+			return
+		}
+		l, err := net.Listen(network, addr)
+		c <- res{l, err}
+	}()
+	r := <-c
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	t.Cleanup(func() { r.l.Close() })
+	return r.l
+}
+
+// An internet, without a cluster: its DNS answers for sites, LohiSoft's
+// hosts and the bot's reverse zone; a site serves this machine over IPv4
+// and IPv6 by name; the firewall keeps its addresses to the link; a
+// changed egress replaces the node's SNAT rule; down leaves nothing.
+func TestInternet(t *testing.T) {
+	coredns := need(t)
+	testutil.LockMachine(t)
+	if _, err := os.Stat("/run/netns/crawl-internet"); err == nil {
+		t.Skip("the dev cluster's internet runs here (make dev-cluster-down): its addresses are this test's")
+	}
+	id := fmt.Sprintf("%d", os.Getpid()%10000)
+	dir := t.TempDir()
+	// What the fleet makes and the internet fills.
+	shared, err := hostchange.Open(filepath.Join(dir, "shared.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = shared.Undo() })
+	// Its own, so that a dev cluster on this machine is not touched.
+	chain := "CRAWL-INET-T" + id
+	for _, fam := range []int{4, 6} {
+		if err := shared.Do(hostchange.Change{Kind: hostchange.Chain, Family: fam, Table: "filter", Name: chain}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := Internet{Dir: dir, Netns: "crawl-inet-t" + id, Link: "crinet" + id, Chain: chain,
+		Egress: []Egress{
+			{Node: "n1", Subnet: netip.MustParsePrefix("100.64.212.0/24"), Address: netip.MustParseAddr("79.139.58.98")},
+			{Node: "n2", Subnet: netip.MustParsePrefix("100.64.213.0/24"), Address: netip.MustParseAddr("79.139.58.121")},
+		},
+		Bot: []netip.Addr{netip.MustParseAddr("79.139.58.98"), netip.MustParseAddr("79.139.58.121")}}
+	ctx := context.Background()
+	downDone := false
+	t.Cleanup(func() {
+		if !downDone {
+			_ = w.Down()
+		}
+	})
+	if err := w.Up(ctx, coredns); err != nil {
+		t.Fatal(err)
+	}
+	site, err := w.AddSite("Harbour-Bakery.com.", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if site.Name != "harbour-bakery.com" || !SiteRange4.Contains(site.IPv4) || !SiteRange6.Contains(site.IPv6) {
+		t.Fatalf("site %+v", site)
+	}
+	if _, err := w.AddSite("not a name", false); err == nil {
+		t.Error("a site named with spaces was published")
+	}
+	if err := w.WaitName(ctx, site.Name, site.IPv6, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		name  string
+		qtype uint16
+		want  string
+	}{
+		{"harbour-bakery.com", dns.TypeA, site.IPv4.String()},
+		{"harbour-bakery.com", dns.TypeAAAA, site.IPv6.String()},
+		{"crawler1.bot.lohisoft.com", dns.TypeA, "79.139.58.98"},
+		{"crawler2.bot.lohisoft.com", dns.TypeA, "79.139.58.121"},
+		{"98.58.139.79.in-addr.arpa", dns.TypePTR, "crawler1.bot.lohisoft.com."},
+		{"121.58.139.79.in-addr.arpa", dns.TypePTR, "crawler2.bot.lohisoft.com."},
+		{"echo.lohisoft.com", dns.TypeA, EchoAddr.String()},
+	} {
+		got, err := Lookup(ctx, c.name, c.qtype)
+		if err != nil || len(got) != 1 || got[0] != c.want {
+			t.Errorf("%s %s = %v, %v; want %s", c.name, dns.TypeToString[c.qtype], got, err, c.want)
+		}
+	}
+	if got, err := Lookup(ctx, "unknown.example.com", dns.TypeA); err == nil || !strings.Contains(err.Error(), "NXDOMAIN") {
+		t.Errorf("an unknown name: %v, %v; want NXDOMAIN", got, err)
+	}
+
+	// A web server in the internet, reached from this machine on both
+	// families, seeing this machine's link address.
+	for _, addr := range []netip.Addr{site.IPv4, site.IPv6} {
+		l := listenIn(t, w.Netns, "tcp", netip.AddrPortFrom(addr, 80).String())
+		seen := make(chan string, 1)
+		go func() {
+			_ = http.Serve(l, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				seen <- r.RemoteAddr
+				io.WriteString(rw, "hello from "+r.Host)
+			}))
+		}()
+		client := &http.Client{Timeout: 5 * time.Second}
+		resp, err := client.Get("http://" + netip.AddrPortFrom(addr, 80).String() + "/")
+		if err != nil {
+			t.Fatalf("GET %s: %v", addr, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.HasPrefix(string(body), "hello from") {
+			t.Errorf("GET %s: %q", addr, body)
+		}
+		from := <-seen
+		if addr.Is4() && !strings.HasPrefix(from, hostLink.Addr().String()+":") {
+			t.Errorf("the site saw %s, want this machine's link address %s", from, hostLink.Addr())
+		}
+	}
+
+	// The machine's firewall: the internet's addresses only through the
+	// link, for both families; the nodes' Pods leave with their address.
+	for fam, want := range map[int]string{
+		4: "-A "+w.GuardChain()+" -d " + SiteRange4.String() + " ! -o " + w.Link + " -j DROP",
+		6: "-A "+w.GuardChain()+" -d " + SiteRange6.String() + " ! -o " + w.Link + " -j DROP",
+	} {
+		out, err := hostchange.IPTables("", fam, "filter", "-S", w.GuardChain())
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("IPv%d guard lacks %q: %v\n%s", fam, want, err, out)
+		}
+	}
+	nat := func() string {
+		out, _ := hostchange.IPTables("", 4, "nat", "-S", "POSTROUTING")
+		return out
+	}
+	if n := nat(); !strings.Contains(n, "-s 100.64.213.0/24 -o "+w.Link+" -j SNAT --to-source 79.139.58.121") {
+		t.Errorf("no SNAT for n2:\n%s", n)
+	}
+	if err := w.SetEgress("n2", netip.MustParseAddr("198.51.100.7")); err != nil {
+		t.Fatal(err)
+	}
+	if n := nat(); strings.Contains(n, "--to-source 79.139.58.121") || !strings.Contains(n, "-s 100.64.213.0/24 -o "+w.Link+" -j SNAT --to-source 198.51.100.7") {
+		t.Errorf("after egress-ip n2 198.51.100.7:\n%s", n)
+	}
+	// The internet routes back to the bot's addresses and to whatever a
+	// node leaves with, nowhere else.
+	routes, _ := hostchange.Run("ip", "-n", w.Netns, "route")
+	if !strings.Contains(routes, "79.139.58.121 via") || !strings.Contains(routes, "198.51.100.7 via") || strings.Contains(routes, "default") {
+		t.Errorf("the internet's routes:\n%s", routes)
+	}
+	// Put right again, the wrong address's route goes.
+	if err := w.SetEgress("n2", netip.MustParseAddr("79.139.58.121")); err != nil {
+		t.Fatal(err)
+	}
+	routes, _ = hostchange.Run("ip", "-n", w.Netns, "route")
+	if strings.Contains(routes, "198.51.100.7") || !strings.Contains(nat(), "--to-source 79.139.58.121") {
+		t.Errorf("after egress-ip n2 79.139.58.121, routes:\n%s", routes)
+	}
+	if err := w.SetEgress("n9", netip.MustParseAddr("79.139.58.98")); err == nil {
+		t.Error("egress-ip of a node the internet does not know")
+	}
+
+	downDone = true
+	w2, err := Load(dir) // as another command would
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Down(); err != nil {
+		t.Fatal(err)
+	}
+	if left := w2.Leftovers(); len(left) > 0 {
+		t.Errorf("left after down: %v", left)
+	}
+	if n := nat(); strings.Contains(n, w.Link) {
+		t.Errorf("SNAT rules left:\n%s", n)
+	}
+	for _, fam := range []int{4, 6} {
+		if out, err := hostchange.IPTables("", fam, "filter", "-S", w.GuardChain()); err == nil {
+			t.Errorf("guard chain left:\n%s", out)
+		}
+		if out, _ := hostchange.IPTables("", fam, "filter", "-S", chain); strings.Contains(out, w.Link) {
+			t.Errorf("rules left in %s:\n%s", chain, out)
+		}
+	}
+	if out, _ := hostchange.Run("ip", "route"); strings.Contains(out, w.Link) {
+		t.Errorf("routes left:\n%s", out)
+	}
+}

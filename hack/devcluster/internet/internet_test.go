@@ -188,8 +188,8 @@ func TestInternet(t *testing.T) {
 	// The machine's firewall: the internet's addresses only through the
 	// link, for both families; the nodes' Pods leave with their address.
 	for fam, want := range map[int]string{
-		4: "-A "+w.GuardChain()+" -d " + SiteRange4.String() + " ! -o " + w.Link + " -j DROP",
-		6: "-A "+w.GuardChain()+" -d " + SiteRange6.String() + " ! -o " + w.Link + " -j DROP",
+		4: "-A " + w.GuardChain() + " -d " + SiteRange4.String() + " ! -o " + w.Link + " -j DROP",
+		6: "-A " + w.GuardChain() + " -d " + SiteRange6.String() + " ! -o " + w.Link + " -j DROP",
 	} {
 		out, err := hostchange.IPTables("", fam, "filter", "-S", w.GuardChain())
 		if err != nil || !strings.Contains(out, want) {

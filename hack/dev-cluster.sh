@@ -164,6 +164,7 @@ stop_port_forward() {
 }
 
 down() {
+	local failed=""
 	stop manager
 	stop samplesite
 	stop_port_forward
@@ -171,11 +172,15 @@ down() {
 	# they talk to.
 	"$DEVCLUSTER" flux down --state-dir "$DEV/flux" || true
 	rm -rf "$DEV/flux"
+	if [ -f "$DEV/internet/internet.json" ] || [ -f "$DEV/internet/journal.json" ]; then
+		"$DEVCLUSTER" internet down --dir "$DEV/internet" --nodes-dir "$RN_DIR" --kubeconfig "$KUBECONFIG" || failed=1
+	fi
 	# The real nodes go while the control plane still answers, so their
 	# Pods are deleted gracefully; they go even when it does not.
-	if nodes_planned; then "$DEVCLUSTER" nodes down --dir "$RN_DIR" --kubeconfig "$KUBECONFIG"; fi
+	if nodes_planned; then "$DEVCLUSTER" nodes down --dir "$RN_DIR" --kubeconfig "$KUBECONFIG" || failed=1; fi
 	stop devcluster
 	rm -f "$KUBECONFIG" "$DEV/mode"
+	[ -z "$failed" ]
 }
 
 case "${1:-}" in

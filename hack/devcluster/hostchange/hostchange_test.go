@@ -212,3 +212,20 @@ func TestDeleteArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitRule(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{`-A INPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES`,
+			[]string{"-A", "INPUT", "-m", "comment", "--comment", "kubernetes service portals", "-j", "KUBE-SERVICES"}},
+		{`-A X -m comment --comment "a \"quoted\" word" -j Y`, []string{"-A", "X", "-m", "comment", "--comment", `a "quoted" word`, "-j", "Y"}},
+		{`-A X --comment "" -j Y`, []string{"-A", "X", "--comment", "", "-j", "Y"}},
+		{"  -N   KUBE-FORWARD ", []string{"-N", "KUBE-FORWARD"}},
+	} {
+		if got := SplitRule(c.in); strings.Join(got, "|") != strings.Join(c.want, "|") || len(got) != len(c.want) {
+			t.Errorf("SplitRule(%s) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

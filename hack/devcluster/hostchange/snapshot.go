@@ -141,9 +141,11 @@ func (s Snapshot) Sweep() error {
 		fmt.Sscanf(c, "%d %s %s", &fam, &table, &chain)
 		rules, _ := IPTables("", fam, table, "-S")
 		for _, l := range strings.Split(rules, "\n") {
-			f := strings.Fields(l)
+			f := SplitRule(l)
 			if len(f) > 2 && f[0] == "-A" && slices.Contains(f, "-j") && f[slices.Index(f, "-j")+1] == chain {
-				_, _ = IPTables("", fam, table, DeleteArgs(f)...)
+				if _, err := IPTables("", fam, table, DeleteArgs(f)...); err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 		if _, err := IPTables("", fam, table, "-F", chain); err != nil {
@@ -182,6 +184,38 @@ func (s Snapshot) Lines() []string {
 	}
 	for _, p := range s.Paths {
 		out = append(out, "path "+p)
+	}
+	return out
+}
+
+// SplitRule splits a line of `iptables -S` into its arguments: words, and
+// double-quoted strings (comments) with their backslash escapes.
+func SplitRule(line string) []string {
+	var out []string
+	var cur strings.Builder
+	in, word := false, false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == '\\' && i+1 < len(line):
+			i++
+			cur.WriteByte(line[i])
+			word = true
+		case c == '"':
+			in, word = !in, true
+		case (c == ' ' || c == '\t') && !in:
+			if word {
+				out = append(out, cur.String())
+				cur.Reset()
+				word = false
+			}
+		default:
+			cur.WriteByte(c)
+			word = true
+		}
+	}
+	if word {
+		out = append(out, cur.String())
 	}
 	return out
 }

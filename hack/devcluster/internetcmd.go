@@ -19,7 +19,7 @@ import (
 // internetCommand runs `devcluster internet up|down|site|dns|check`.
 func internetCommand(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("internet wants up, down, site NAME [--ipv6], dns or check")
+		return fmt.Errorf("internet wants up, down, site NAME [--ipv6] [--tls], dns or check")
 	}
 	verb, rest := args[0], args[1:]
 	var name string
@@ -37,6 +37,8 @@ func internetCommand(args []string) error {
 	netns := fs.String("netns", "crawl-internet", "up: the network namespace's name.")
 	link := fs.String("link", "crawlinet0", "up: the name of the machine's end of the link into it.")
 	ipv6 := fs.Bool("ipv6", false, "site: give the site an IPv6 address (AAAA) too.")
+	tls := fs.Bool("tls", false, "site: issue it a certificate from the internet's CA too (printed: cert, key and the CA).")
+	addr := fs.String("addr", "", "echo: where to serve the egress echo.")
 	if err := fs.Parse(rest); err != nil {
 		return err
 	}
@@ -51,6 +53,8 @@ func internetCommand(args []string) error {
 	case "dns":
 		fmt.Println(internet.DNSAddr)
 		return nil
+	case "echo":
+		return internet.ServeEcho(ctx, *addr)
 	case "check":
 		w, err := internet.Load(*dir)
 		if err != nil {
@@ -79,6 +83,13 @@ func internetCommand(args []string) error {
 		if s.IPv6.IsValid() {
 			fmt.Printf("ipv6=%s\n", s.IPv6)
 		}
+		if *tls {
+			cert, key, err := w.IssueCert(s.Name)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("cert=%s\nkey=%s\nca=%s\n", cert, key, w.CAFile())
+		}
 		logf("serve it with: ip netns exec %s bin/samplesite --addr %s:80", w.Netns, s.IPv4)
 		return nil
 	}
@@ -105,7 +116,11 @@ func internetUp(ctx context.Context, dir, nodesDir, kubeconfig, coredns, netns, 
 			_ = w.Down()
 		}
 	}()
-	if err := w.Up(ctx, coredns); err != nil {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := w.Up(ctx, coredns, self); err != nil {
 		return err
 	}
 	if err := addons.SetUpstream(ctx, addonOptions(f, kubeconfig, ""), internet.DNSAddr.String()); err != nil {

@@ -137,8 +137,9 @@ func New(dir, netns, link string, f node.Fleet) Internet {
 }
 
 // Up makes the namespace, its link and routes, the machine's firewall and
-// NAT for it, and starts its DNS server (corednsBin).
-func (w Internet) Up(ctx context.Context, corednsBin string) error {
+// NAT for it, its CA, and starts its DNS server (corednsBin) and the
+// egress echo (devcluster, this program).
+func (w Internet) Up(ctx context.Context, corednsBin, devcluster string) error {
 	if err := os.MkdirAll(w.Dir, 0o755); err != nil {
 		return err
 	}
@@ -167,10 +168,16 @@ func (w Internet) Up(ctx context.Context, corednsBin string) error {
 			return err
 		}
 	}
+	if err := w.makeCA(); err != nil {
+		return err
+	}
 	if err := w.writeZone(); err != nil {
 		return err
 	}
-	return w.startDNS(ctx, corednsBin)
+	if err := w.startDNS(ctx, corednsBin); err != nil {
+		return err
+	}
+	return w.startEcho(ctx, devcluster)
 }
 
 // Changes are the internet's changes to the machine, in order: the
@@ -377,7 +384,7 @@ func validName(s string) bool {
 // the sites' addresses along.
 func (w Internet) Down() error {
 	var errs []error
-	errs = append(errs, w.dns().Stop(5*time.Second))
+	errs = append(errs, w.dns().Stop(5*time.Second), w.echo().Stop(5*time.Second))
 	j, err := hostchange.Open(w.journalPath())
 	if err != nil {
 		return err
@@ -389,17 +396,20 @@ func (w Internet) Down() error {
 	if left := w.Leftovers(); len(left) > 0 {
 		return fmt.Errorf("internet down, but left behind: %s", strings.Join(left, "; "))
 	}
-	for _, f := range []string{file(w.Dir), w.zonePath(), filepath.Join(w.Dir, "Corefile")} {
+	for _, f := range []string{file(w.Dir), w.zonePath(), filepath.Join(w.Dir, "Corefile"), w.CAFile(), w.caKeyFile()} {
 		_ = os.Remove(f)
 	}
+	_ = os.RemoveAll(filepath.Join(w.Dir, "sites"))
 	return nil
 }
 
 // Leftovers lists what of the internet is still on the machine.
 func (w Internet) Leftovers() []string {
 	var out []string
-	if pid, ok := w.dns().PID(); ok {
-		out = append(out, fmt.Sprintf("process coredns (pid %d)", pid))
+	for _, p := range []hostproc.Proc{w.dns(), w.echo()} {
+		if pid, ok := p.PID(); ok {
+			out = append(out, fmt.Sprintf("process %s (pid %d)", p.Name, pid))
+		}
 	}
 	if _, err := os.Stat(filepath.Join("/run/netns", w.Netns)); err == nil {
 		out = append(out, "netns "+w.Netns)

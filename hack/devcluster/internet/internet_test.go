@@ -2,6 +2,8 @@ package internet
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -119,8 +121,19 @@ func TestInternet(t *testing.T) {
 			_ = w.Down()
 		}
 	})
-	if err := w.Up(ctx, coredns); err != nil {
+	devcluster := testutil.BuildBinary(t, "../../..", "hack/devcluster")
+	if err := w.Up(ctx, coredns, devcluster); err != nil {
 		t.Fatal(err)
+	}
+	// The egress echo answers this machine with its link address.
+	resp, err := http.Get("http://" + EchoAddr.String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	echoed, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.TrimSpace(string(echoed)) != hostLink.Addr().String() {
+		t.Errorf("the echo answered %q, want %s", echoed, hostLink.Addr())
 	}
 	site, err := w.AddSite("Harbour-Bakery.com.", true)
 	if err != nil {
@@ -182,6 +195,45 @@ func TestInternet(t *testing.T) {
 		from := <-seen
 		if addr.Is4() && !strings.HasPrefix(from, hostLink.Addr().String()+":") {
 			t.Errorf("the site saw %s, want this machine's link address %s", from, hostLink.Addr())
+		}
+	}
+
+	// HTTPS with a certificate of the internet's CA: trusted by who adds
+	// the CA, by no one else.
+	certFile, keyFile, err := w.IssueCert(site.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := listenIn(t, w.Netns, "tcp", netip.AddrPortFrom(site.IPv4, 443).String())
+	go func() {
+		_ = http.ServeTLS(tl, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { io.WriteString(rw, "secure") }), certFile, keyFile)
+	}()
+	caPEM, err := os.ReadFile(w.CAFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	// The site's name resolves to its address through the internet's DNS.
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, _ := net.SplitHostPort(addr)
+		ips, err := Lookup(ctx, host, dns.TypeA)
+		if err != nil || len(ips) == 0 {
+			return nil, fmt.Errorf("lookup %s: %v", host, err)
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(ips[0], port))
+	}
+	for trusted, want := range map[bool]bool{true: true, false: false} {
+		tr := &http.Transport{DialContext: dial, TLSClientConfig: &tls.Config{}}
+		if trusted {
+			tr.TLSClientConfig.RootCAs = pool
+		}
+		resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get("https://" + site.Name + "/")
+		if (err == nil) != want {
+			t.Errorf("HTTPS with the CA trusted=%v: %v", trusted, err)
+		}
+		if err == nil {
+			resp.Body.Close()
 		}
 	}
 

@@ -19,7 +19,7 @@ import (
 // it (crawler Pods, through the chart's crawler.extraCACerts) trust them.
 
 // CAFile is the CA's certificate (PEM).
-func (w Internet) CAFile() string { return filepath.Join(w.Dir, "ca.crt") }
+func (w Internet) CAFile() string    { return filepath.Join(w.Dir, "ca.crt") }
 func (w Internet) caKeyFile() string { return filepath.Join(w.Dir, "ca.key") }
 
 func serial() (*big.Int, error) {

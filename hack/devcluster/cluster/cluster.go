@@ -125,11 +125,17 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	// The node agent is no kubelet: it sends no heartbeats, so node
-	// lifecycle management (which would mark its Nodes unreachable) is off.
-	// The garbage collector is what matters here: it removes a deleted
-	// CrawlTarget's Pods, Secrets and SiteIndex.
-	kcm := []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false", "--secure-port=0",
-		"--controllers=*,-node-lifecycle-controller,-node-ipam-controller",
+	// lifecycle management (which would mark its Nodes unreachable) is off
+	// for it. Real nodes' kubelets do send them: a node that stops (node
+	// stop) is marked unknown within seconds, as on a real cluster, only
+	// sooner. The garbage collector is what matters here: it removes a
+	// deleted CrawlTarget's Pods, Secrets and SiteIndex.
+	controllers := "--controllers=*,-node-lifecycle-controller,-node-ipam-controller"
+	if opts.Network != nil {
+		controllers = "--controllers=*,-node-ipam-controller"
+	}
+	kcm := []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false", "--secure-port=0", controllers,
+		"--node-monitor-period=2s", "--node-monitor-grace-period=40s",
 		"--service-account-private-key-file=" + filepath.Join(certDir, "sa-signer.key"),
 		"--use-service-account-credentials=false"}
 	if caFile != "" {

@@ -18,7 +18,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/lohisoft/crawl-operator/hack/devcluster/hostchange"
@@ -385,6 +387,16 @@ func validName(s string) bool {
 func (w Internet) Down() error {
 	var errs []error
 	errs = append(errs, w.dns().Stop(5*time.Second), w.echo().Stop(5*time.Second))
+	// Whatever else runs in the namespace (the sites' web servers that
+	// anyone started with ip netns exec) would keep it alive after its
+	// name is deleted.
+	for _, pid := range w.Processes() {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	time.Sleep(300 * time.Millisecond)
+	for _, pid := range w.Processes() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 	j, err := hostchange.Open(w.journalPath())
 	if err != nil {
 		return err
@@ -414,6 +426,9 @@ func (w Internet) Leftovers() []string {
 	if _, err := os.Stat(filepath.Join("/run/netns", w.Netns)); err == nil {
 		out = append(out, "netns "+w.Netns)
 	}
+	for _, pid := range w.Processes() {
+		out = append(out, fmt.Sprintf("process %d in netns %s", pid, w.Netns))
+	}
 	if _, err := os.Stat(filepath.Join("/sys/class/net", w.Link)); err == nil {
 		out = append(out, "link "+w.Link)
 	}
@@ -423,6 +438,27 @@ func (w Internet) Leftovers() []string {
 		}
 	}
 	return out
+}
+
+// Processes are the processes running in the internet's namespace.
+func (w Internet) Processes() []int {
+	var ns syscall.Stat_t
+	if err := syscall.Stat(filepath.Join("/run/netns", w.Netns), &ns); err != nil {
+		return nil
+	}
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(filepath.Join("/proc", e.Name(), "ns", "net"), &st) == nil && st.Ino == ns.Ino && st.Dev == ns.Dev {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 func run(args ...string) error {

@@ -145,8 +145,12 @@ demo-helm: k8s-bin helm-bin build ## The chart as users install it, on a real no
 demo-gitops: k8s-bin flux-bin build ## The GitOps examples as Flux reconciles them, on a real node (root): Flux's controllers, a Git server here, the release and a CrawlTarget Ready, a search.
 	RN_IMAGE=$(IMG) IMAGE_TAR=$(IMAGE_TAR) hack/demo-gitops.sh
 
+.PHONY: demo-world
+demo-world: k8s-bin helm-bin coredns-bin build ## The bot as site owners meet it (root): two real egress nodes, an internet in a box with DNS and FCrDNS, the chart with a real cluster's defaults, sites crawled by name; the access log, dig and ips.json.
+	RN_IMAGE=$(IMG) hack/demo-world.sh
+
 .PHONY: dev-cluster
-dev-cluster: k8s-bin build ## Start the local cluster in the background (KUBECONFIG=bin/kubeconfig); REAL_NODE=1: a real kubelet + containerd node (root).
+dev-cluster: k8s-bin build ## Start the local cluster in the background (KUBECONFIG=bin/kubeconfig); REAL_NODE=1 or 2: real kubelet + containerd nodes (root).
 	REAL_NODE=$(REAL_NODE) RN_IMAGE=$(IMG) hack/dev-cluster.sh up
 
 .PHONY: dev-cluster-down

@@ -121,8 +121,14 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if !ok {
 		return code
 	}
+	tlsCfg, err := extraCAs(getenv)
+	if err != nil {
+		return o.fail(stderr, exitUsage, err)
+	}
 	log := o.logger(stderr)
 	cfg := o.engineConfig(log)
+	// The echo check copies cfg.Fetch: it trusts what the site fetches do.
+	cfg.Fetch.TLS = tlsCfg
 	egressIP, code, ok := o.verifyEgress(ctx, cfg, log, stderr)
 	if !ok {
 		return code

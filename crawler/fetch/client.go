@@ -45,7 +45,8 @@ type Config struct {
 	// (a server dripping bytes cannot hold the bot).
 	HeaderTimeout time.Duration
 	TotalTimeout  time.Duration
-	// TLS lets tests trust their own server; nil means the system roots.
+	// TLS sets the roots the client trusts: TLSWithExtraCAs for sites
+	// behind a private CA, a test's own server. nil means the system roots.
 	TLS *tls.Config
 }
 

@@ -9,6 +9,11 @@ const (
 	// TokenEnv is the environment variable that hands the crawler its run
 	// token, so the token never appears in the process's arguments.
 	TokenEnv = "CRAWL_REPORT_TOKEN"
+	// ExtraCACertsEnv hands the crawler PEM certificates of extra
+	// certificate authorities to trust for HTTPS (--crawler-extra-ca-file).
+	// CA certificates are public, and the Pod spec is the one channel that
+	// needs no object in each crawler namespace.
+	ExtraCACertsEnv = "LOHISOFTBOT_EXTRA_CA_CERTS"
 	// PathPattern is the endpoint's route (net/http pattern syntax) for the
 	// reports of one run: one path per run, so a token is only ever checked
 	// against its own Pod.

@@ -88,6 +88,11 @@ type Config struct {
 	// it crawls only if that is its node's published address (the run's
 	// NodeIP). Empty: no check.
 	EgressEchoURL string
+	// ExtraCAFile is --crawler-extra-ca-file; ReadExtraCAFile reads it
+	// into ExtraCACerts, PEM certificates of the certificate authorities
+	// crawlers trust besides the public roots (sites behind a private CA).
+	// Crawler Pods get them in their environment.
+	ExtraCAFile, ExtraCACerts string
 }
 
 // DefaultResources are requests and limits sized for a 20-page crawl with a
@@ -306,13 +311,13 @@ func Pod(r Run, cfg Config) *corev1.Pod {
 				ImagePullPolicy: cfg.ImagePullPolicy,
 				Command:         []string{"crawler"},
 				Args:            args,
-				Env: []corev1.EnvVar{{
+				Env: append([]corev1.EnvVar{{
 					Name: runreport.TokenEnv,
 					ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 						LocalObjectReference: corev1.LocalObjectReference{Name: SecretName(name)},
 						Key:                  TokenKey,
 					}},
-				}},
+				}}, extraCAEnv(cfg)...),
 				Resources: cfg.Resources,
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false),

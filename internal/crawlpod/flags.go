@@ -3,6 +3,8 @@ package crawlpod
 import (
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -12,6 +14,9 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/lohisoft/crawl-operator/crawler/fetch"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
 
 // Flag names of the crawler Pod settings that Validate names in its errors.
@@ -20,6 +25,7 @@ const (
 	flagPriorityClassName = "crawler-priority-class-name"
 	flagPodLabels         = "crawler-pod-labels"
 	flagPodAnnotations    = "crawler-pod-annotations"
+	flagExtraCAFile       = "crawler-extra-ca-file"
 )
 
 // crawlerResources are the resources whose request and limit have a flag
@@ -58,6 +64,42 @@ func (c *Config) bindExtraFlags(fs *flag.FlagSet) {
 		"Comma-separated key=value labels added to crawler Pods; keys of the operator's own ("+ReservedPrefix+"*, "+LabelName+", "+LabelManagedBy+") are refused.")
 	fs.Var(&mapFlag{&c.PodAnnotations}, flagPodAnnotations,
 		"Comma-separated key=value annotations added to crawler Pods (no commas in values); keys under "+ReservedPrefix+" are refused.")
+	fs.StringVar(&c.ExtraCAFile, flagExtraCAFile, c.ExtraCAFile,
+		"PEM file of certificate authorities crawlers trust for HTTPS besides the public roots (sites behind a private CA); read at start and passed to crawler Pods in $"+runreport.ExtraCACertsEnv+".")
+}
+
+// ReadExtraCAFile reads --crawler-extra-ca-file into ExtraCACerts, once, at
+// start: a file that is missing or too big stops the manager, rather than
+// every crawl of an HTTPS site failing later.
+func (c *Config) ReadExtraCAFile() error {
+	if c.ExtraCAFile == "" {
+		return nil
+	}
+	f, err := os.Open(c.ExtraCAFile)
+	if err != nil {
+		return fmt.Errorf("--%s: %w", flagExtraCAFile, err)
+	}
+	defer f.Close()
+	// One byte over the limit is enough for Validate to refuse it.
+	b, err := io.ReadAll(io.LimitReader(f, fetch.MaxExtraCACerts+1))
+	if err != nil {
+		return fmt.Errorf("--%s %s: %w", flagExtraCAFile, c.ExtraCAFile, err)
+	}
+	if _, err := fetch.ParseCACerts(b); err != nil {
+		return fmt.Errorf("--%s %s: %w", flagExtraCAFile, c.ExtraCAFile, err)
+	}
+	c.ExtraCACerts = string(b)
+	return nil
+}
+
+// extraCAEnv hands crawler Pods the extra CAs. A Pod spec needs no object in
+// the crawler's namespace, unlike a mounted ConfigMap, and CA certificates
+// are public.
+func extraCAEnv(cfg Config) []corev1.EnvVar {
+	if cfg.ExtraCACerts == "" {
+		return nil
+	}
+	return []corev1.EnvVar{{Name: runreport.ExtraCACertsEnv, Value: cfg.ExtraCACerts}}
 }
 
 // validateExtra checks the configurable parts of the Pod with the API
@@ -84,6 +126,13 @@ func (c Config) validateExtra() error {
 	if c.PriorityClassName != "" {
 		if errs := validation.IsDNS1123Subdomain(c.PriorityClassName); len(errs) > 0 {
 			return fmt.Errorf("--%s: %q is not a PriorityClass name: %s", flagPriorityClassName, c.PriorityClassName, strings.Join(errs, "; "))
+		}
+	}
+	// Set in code rather than read from --crawler-extra-ca-file: crawlers
+	// must still be able to use it.
+	if c.ExtraCACerts != "" {
+		if _, err := fetch.ParseCACerts([]byte(c.ExtraCACerts)); err != nil {
+			return fmt.Errorf("--%s %s: %w", flagExtraCAFile, c.ExtraCAFile, err)
 		}
 	}
 	if errs := metav1validation.ValidateLabels(c.PodLabels, field.NewPath("--"+flagPodLabels)); len(errs) > 0 {

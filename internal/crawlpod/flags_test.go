@@ -2,6 +2,8 @@ package crawlpod
 
 import (
 	"flag"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	"github.com/lohisoft/crawl-operator/crawler/runreport"
+	"github.com/lohisoft/crawl-operator/crawler/testutil/testca"
 )
 
 // parseConfig parses args with the manager's crawler Pod flags over the
@@ -23,11 +27,25 @@ func parseConfig(t *testing.T, args ...string) (Config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	if err := c.ReadExtraCAFile(); err != nil {
+		return c, err
+	}
 	return c, c.Validate()
+}
+
+// writeFile writes content to a file of its own and returns its path.
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func TestPodTakesConfiguredSettings(t *testing.T) {
 	q := resource.MustParse
+	extraCA := testca.New(t)
 	tests := []struct {
 		name string
 		args []string
@@ -45,6 +63,9 @@ func TestPodTakesConfiguredSettings(t *testing.T) {
 				}
 				if len(pod.Labels) != 6 || len(pod.Annotations) != 4 {
 					t.Errorf("labels %v, annotations %v: want only the operator's", pod.Labels, pod.Annotations)
+				}
+				if env := pod.Spec.Containers[0].Env; len(env) != 1 || env[0].Name != runreport.TokenEnv {
+					t.Errorf("env %v: want only the run token", env)
 				}
 			},
 		},
@@ -91,6 +112,16 @@ func TestPodTakesConfiguredSettings(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "extra CAs",
+			args: []string{"--crawler-extra-ca-file=" + writeFile(t, "# the world's CA\n"+extraCA.PEM)},
+			check: func(t *testing.T, pod *corev1.Pod) {
+				want := []corev1.EnvVar{{Name: runreport.ExtraCACertsEnv, Value: "# the world's CA\n" + extraCA.PEM}}
+				if env := pod.Spec.Containers[0].Env; len(env) != 2 || env[0].Name != runreport.TokenEnv || !reflect.DeepEqual(env[1:], want) {
+					t.Errorf("env = %v, want the run token and %v", env, want)
+				}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,6 +165,33 @@ func TestBadPodSettingsNameTheFlag(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want an error with %q", tt.arg, err, tt.want)
 		}
+	}
+}
+
+// A CA file crawlers could not use stops the manager at start, naming the
+// flag and the file, rather than failing every crawl of an HTTPS site.
+func TestBadExtraCAFileNamesTheFlagAndTheFile(t *testing.T) {
+	ca := testca.New(t)
+	for _, tt := range []struct {
+		name string
+		path string
+		want string
+	}{
+		{"missing", filepath.Join(t.TempDir(), "absent.crt"), "no such file or directory"},
+		{"unreadable: a directory", t.TempDir(), "is a directory"},
+		{"empty", writeFile(t, ""), "no PEM CERTIFICATE block"},
+		{"no CERTIFICATE block", writeFile(t, "just text, not PEM\n"), "no PEM CERTIFICATE block"},
+		{"a block that does not parse", writeFile(t, ca.PEM+"-----BEGIN CERTIFICATE-----\nbm90IERFUg==\n-----END CERTIFICATE-----\n"), "certificate 2:"},
+		{"a private key", writeFile(t, ca.PEM+"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"), "a PRIVATE KEY block"},
+		// Valid certificates past the limit: the size alone refuses them.
+		{"over 64 KiB", writeFile(t, strings.Repeat(ca.PEM, 64<<10/len(ca.PEM)+1)), "over the limit of 65536"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseConfig(t, "--crawler-extra-ca-file="+tt.path)
+			if err == nil || !strings.Contains(err.Error(), "--crawler-extra-ca-file") || !strings.Contains(err.Error(), tt.path) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%v, want an error naming --crawler-extra-ca-file and %s, with %q", err, tt.path, tt.want)
+			}
+		})
 	}
 }
 

@@ -269,6 +269,9 @@ type Operator struct {
 // run several managers in one process). It does not connect to the index
 // backend: that happens in the background once the manager starts.
 func New(cfg *rest.Config, o Options, adjust ...func(*ctrl.Options)) (*Operator, error) {
+	if err := o.Pod.ReadExtraCAFile(); err != nil {
+		return nil, err
+	}
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}

@@ -70,6 +70,9 @@ type sink struct {
 // exempt are string values no template writes as they are.
 var exempt = map[string]string{
 	"storage.type": "selects templates; rendered nowhere",
+	// Grouped with the others it would be a second ConfigMap beside the
+	// dashboard's, which those locators find by kind.
+	"crawler.extraCACerts": "TestCrawlerExtraCACertsRenderExactly renders every hostile string",
 }
 
 func sinks() []sink {

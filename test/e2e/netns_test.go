@@ -5,41 +5,12 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
-
-// dialFrom connects to addr from the network namespace of process pid (a
-// Pod's container), as a program in the Pod would. The socket is made on
-// a thread moved into that namespace; the thread is then thrown away
-// rather than moved back, so no other goroutine ever runs in the Pod's
-// network.
-func dialFrom(pid int, addr string, timeout time.Duration) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		f, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("setns: %w", err)
-			return
-		}
-		c, err := net.DialTimeout("tcp", addr, timeout)
-		if err == nil {
-			c.Close()
-		}
-		errc <- err
-	}()
-	return <-errc
-}
 
 // machineUplinkAddr is an IPv4 address of this machine outside every Pod
 // range: the address of its default route's interface.
@@ -89,11 +60,11 @@ func checkMachineAddressesFromPod(t *testing.T, pid int, gateway string) {
 		}
 	}()
 	port := fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
-	if err := dialFrom(pid, net.JoinHostPort(gateway, port), 5*time.Second); err != nil {
+	if err := testutil.DialFrom(pid, net.JoinHostPort(gateway, port), 5*time.Second); err != nil {
 		t.Errorf("the Pod cannot reach the node's gateway %s:%s: %v", gateway, port, err)
 	}
 	uplink := machineUplinkAddr(t)
-	if err := dialFrom(pid, net.JoinHostPort(uplink.String(), port), 3*time.Second); err == nil {
+	if err := testutil.DialFrom(pid, net.JoinHostPort(uplink.String(), port), 3*time.Second); err == nil {
 		t.Errorf("the Pod reached this machine's uplink address %s:%s, which no Node object lists", uplink, port)
 	}
 }

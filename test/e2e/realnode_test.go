@@ -65,6 +65,8 @@ type realNodeCluster struct {
 	sock       string
 	before     machineState
 	downDone   bool
+	// lastRequest is when a crawl was last requested (world_test.go).
+	lastRequest time.Time
 }
 
 // requireRealNode skips the test, or fails it with CI=true, when this
@@ -100,6 +102,12 @@ func startRealNodeCluster(t *testing.T) *realNodeCluster {
 // the operator.
 func startRealNode(t *testing.T) *realNodeCluster {
 	t.Helper()
+	return startRealNodes(t, 1)
+}
+
+// startRealNodes is startRealNode with n nodes (rnNamePrefix-1, -2, ...).
+func startRealNodes(t *testing.T, n int) *realNodeCluster {
+	t.Helper()
 	testenv.SetLogger()
 	assets := testenv.MustAssets(t, repoRoot)
 	devcluster := buildBinary(t, "hack/devcluster")
@@ -111,7 +119,7 @@ func startRealNode(t *testing.T) *realNodeCluster {
 		kubectl:    filepath.Join(assets, "kubectl"),
 	}
 	c.env = append(os.Environ(),
-		"REAL_NODE=1",
+		fmt.Sprintf("REAL_NODE=%d", n),
 		"DEV_DIR="+filepath.Join(dir, "dev"),
 		"DEV_KUBECONFIG="+c.kubeconfig,
 		"K8S_BIN="+assets,
@@ -135,7 +143,7 @@ func startRealNode(t *testing.T) *realNodeCluster {
 		}
 	})
 	if out, err := c.scriptErr(5*time.Minute, "dev-cluster.sh", "up"); err != nil {
-		t.Fatalf("hack/dev-cluster.sh up (REAL_NODE=1): %v\n%s\nkubelet log tail:\n%s", err, out, tailFile(filepath.Join(rnDir(), rnNode, "kubelet.log"), 3000))
+		t.Fatalf("hack/dev-cluster.sh up (REAL_NODE=%d): %v\n%s\nkubelet log tail:\n%s", n, err, out, tailFile(filepath.Join(rnDir(), rnNode, "kubelet.log"), 3000))
 	}
 	t.Logf("dev cluster with a real node up in %s", time.Since(start).Round(100*time.Millisecond))
 

@@ -27,6 +27,8 @@ func EchoHandler() http.Handler {
 			http.Error(rw, "no address", http.StatusInternalServerError)
 			return
 		}
+		// The echo's access log: which address each crawler left with.
+		fmt.Fprintf(os.Stderr, "%s %s %s (%s)\n", time.Now().UTC().Format(time.RFC3339), host, r.URL.Path, r.UserAgent())
 		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		rw.Header().Set("Cache-Control", "no-store")
 		io.WriteString(rw, host+"\n")

@@ -12,13 +12,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
-	"golang.org/x/sys/unix"
 
 	"github.com/lohisoft/crawl-operator/hack/devcluster/hostchange"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
@@ -48,39 +46,6 @@ func need(t *testing.T) string {
 	}
 	t.Skip(why)
 	return ""
-}
-
-// listenIn opens a listener inside network namespace ns: the socket lives
-// there, the accept loop anywhere. The thread that entered the namespace
-// is thrown away.
-func listenIn(t *testing.T, ns, network, addr string) net.Listener {
-	t.Helper()
-	type res struct {
-		l   net.Listener
-		err error
-	}
-	c := make(chan res, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		f, err := os.Open(filepath.Join("/run/netns", ns))
-		if err != nil {
-			c <- res{err: err}
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			c <- res{err: err}
-			return
-		}
-		l, err := net.Listen(network, addr)
-		c <- res{l, err}
-	}()
-	r := <-c
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	t.Cleanup(func() { r.l.Close() })
-	return r.l
 }
 
 // An internet, without a cluster: its DNS answers for sites, LohiSoft's
@@ -174,7 +139,7 @@ func TestInternet(t *testing.T) {
 	// A web server in the internet, reached from this machine on both
 	// families, seeing this machine's link address.
 	for _, addr := range []netip.Addr{site.IPv4, site.IPv6} {
-		l := listenIn(t, w.Netns, "tcp", netip.AddrPortFrom(addr, 80).String())
+		l := testutil.ListenInNetns(t, w.Netns, "tcp", netip.AddrPortFrom(addr, 80).String())
 		seen := make(chan string, 1)
 		go func() {
 			_ = http.Serve(l, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -204,7 +169,7 @@ func TestInternet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl := listenIn(t, w.Netns, "tcp", netip.AddrPortFrom(site.IPv4, 443).String())
+	tl := testutil.ListenInNetns(t, w.Netns, "tcp", netip.AddrPortFrom(site.IPv4, 443).String())
 	go func() {
 		_ = http.ServeTLS(tl, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { io.WriteString(rw, "secure") }), certFile, keyFile)
 	}()

@@ -68,25 +68,32 @@ func makeCgroup(name string) error {
 	return nil
 }
 
-// CgroupProcs lists every process in the cgroup name or below it, in any
-// hierarchy.
-func CgroupProcs(name string) []int {
+// walkCgroup calls f with each directory of the cgroup name and its
+// children, in every hierarchy.
+func walkCgroup(name string, f func(dir string)) {
 	mounts, _ := cgroupMounts()
-	var pids []int
 	for _, m := range mounts {
 		_ = filepath.WalkDir(filepath.Join(m, name), func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
-				return nil
-			}
-			b, _ := os.ReadFile(p)
-			for _, f := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(f); err == nil && !slices.Contains(pids, pid) {
-					pids = append(pids, pid)
-				}
+			if err == nil && d.IsDir() {
+				f(p)
 			}
 			return nil
 		})
 	}
+}
+
+// CgroupProcs lists every process in the cgroup name or below it, in any
+// hierarchy.
+func CgroupProcs(name string) []int {
+	var pids []int
+	walkCgroup(name, func(dir string) {
+		b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil && !slices.Contains(pids, pid) {
+				pids = append(pids, pid)
+			}
+		}
+	})
 	slices.Sort(pids)
 	return pids
 }
@@ -94,16 +101,8 @@ func CgroupProcs(name string) []int {
 // CgroupDirs lists the directories of the cgroup name and its children in
 // every hierarchy, deepest first.
 func CgroupDirs(name string) []string {
-	mounts, _ := cgroupMounts()
 	var dirs []string
-	for _, m := range mounts {
-		_ = filepath.WalkDir(filepath.Join(m, name), func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-	}
+	walkCgroup(name, func(dir string) { dirs = append(dirs, dir) })
 	slices.SortFunc(dirs, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	return dirs
 }

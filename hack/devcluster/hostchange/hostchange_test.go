@@ -7,29 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// requireRoot skips a test that changes the machine unless it runs as
-// root with ip and iptables; under CI=true it fails instead.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "needs root"
-	}
-	for _, c := range []string{"ip", "iptables", "ip6tables"} {
-		if _, err := exec.LookPath(c); err != nil && why == "" {
-			why = "needs " + c
-		}
-	}
-	if why == "" {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("cannot test host changes: %s", why)
-	}
-	t.Skip(why)
-}
+	"github.com/lohisoft/crawl-operator/internal/testutil"
+)
 
 func sh(t *testing.T, args ...string) string {
 	t.Helper()
@@ -45,7 +25,7 @@ func exists(args ...string) bool { return exec.Command(args[0], args[1:]...).Run
 // Every kind of change is made, survives a crash (a new Journal read from
 // the file), and is undone in reverse order, leaving nothing.
 func TestJournalUndoesEveryKind(t *testing.T) {
-	requireRoot(t)
+	testutil.NeedRoot(t, "ip", "iptables", "ip6tables")
 	id := fmt.Sprintf("%d", os.Getpid()%100000)
 	ns, link, dummy := "crhc"+id, "crhcv"+id, "crhcd"+id
 	chain := "CRAWL-HCTEST-" + id
@@ -173,7 +153,7 @@ func TestJournalUndoesEveryKind(t *testing.T) {
 
 // Revert undoes only the matching changes and keeps the rest recorded.
 func TestJournalRevert(t *testing.T) {
-	requireRoot(t)
+	testutil.NeedRoot(t, "ip", "iptables", "ip6tables")
 	chain := fmt.Sprintf("CRAWL-HCREV-%d", os.Getpid()%100000)
 	j, err := Open(filepath.Join(t.TempDir(), "journal.json"))
 	if err != nil {

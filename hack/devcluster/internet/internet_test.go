@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,26 +25,8 @@ import (
 // its tools and the DNS server (make coredns-bin); under CI=true it fails.
 func need(t *testing.T) string {
 	t.Helper()
-	coredns, _ := filepath.Abs("../../../bin/coredns/coredns")
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "needs root"
-	} else if _, err := os.Stat(coredns); err != nil {
-		why = "no " + coredns + " (make coredns-bin)"
-	}
-	for _, c := range []string{"ip", "iptables", "ip6tables"} {
-		if _, err := exec.LookPath(c); err != nil && why == "" {
-			why = "needs " + c
-		}
-	}
-	if why == "" {
-		return coredns
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("cannot test the internet: %s", why)
-	}
-	t.Skip(why)
-	return ""
+	testutil.NeedRoot(t, "ip", "iptables", "ip6tables")
+	return testutil.BuiltTool(t, "../../..", filepath.Join("bin", "coredns", "coredns"), "coredns-bin")
 }
 
 // An internet, without a cluster: its DNS answers for sites, LohiSoft's

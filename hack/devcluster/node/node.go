@@ -197,6 +197,10 @@ func Firewall(n Node) []hostchange.Change {
 		out = append(out,
 			hostchange.Change{Kind: hostchange.Chain, Family: fam, Table: "filter", Name: fwd},
 			hostchange.Change{Kind: hostchange.Chain, Family: fam, Table: "filter", Name: in})
+		// Answers to what this machine asked (a ClusterIP from the host
+		// leaves with the uplink's address) pass; a Pod cannot open a
+		// connection that way.
+		out = append(out, rule(in, "-i", n.Bridge, "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN"))
 		if fam == 4 {
 			out = append(out,
 				rule(fwd, "-i", n.Bridge, "-d", pods, "-j", "ACCEPT"),

@@ -225,6 +225,7 @@ func TestFirewall(t *testing.T) {
 		}
 	}
 	want4 := []string{
+		"-A CRAWL-IN-crawlrn1 -i crawlrn1 -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN",
 		"-A CRAWL-FWD-crawlrn1 -i crawlrn1 -d 100.64.212.0/22 -j ACCEPT",
 		"-A CRAWL-FWD-crawlrn1 -o crawlrn1 -s 100.64.212.0/22 -j ACCEPT",
 		"-A CRAWL-IN-crawlrn1 ! -i lo -s 100.64.212.0/22 -p tcp --dport 41000 -j DROP",
@@ -241,7 +242,7 @@ func TestFirewall(t *testing.T) {
 		t.Errorf("IPv4 rules:\n%s\nwant:\n%s", strings.Join(rules4, "\n"), strings.Join(want4, "\n"))
 	}
 	// No IPv6 for Pods at all: all but the internet's own traffic drops.
-	if len(rules6) != 7 || rules6[4] != "-A CRAWL-IN-crawlrn1 -i crawlrn1 -j DROP" {
+	if len(rules6) != 8 || rules6[5] != "-A CRAWL-IN-crawlrn1 -i crawlrn1 -j DROP" {
 		t.Errorf("IPv6 rules:\n%s", strings.Join(rules6, "\n"))
 	}
 }

@@ -13,24 +13,41 @@ import (
 )
 
 // inNetns runs f on a thread moved into the network namespace at nsPath
-// (/run/netns/NAME, /proc/PID/ns/net). Sockets f makes live there; the
-// thread is thrown away afterwards rather than moved back, so no other
-// goroutine ever runs in that namespace.
+// (/run/netns/NAME, /proc/PID/ns/net); sockets f makes live there. The
+// thread is moved back before it runs anything else. Should that fail, it
+// stays locked and ends with its goroutine, except that Go keeps the main
+// thread alive rather than end it: a thread left in the namespace there
+// would make the whole process look as if it lived in it.
 func inNetns(nsPath string, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		runtime.LockOSThread()
+		home, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		defer home.Close()
 		ns, err := os.Open(nsPath)
 		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- err
 			return
 		}
 		defer ns.Close()
 		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("setns %s: %w", nsPath, err)
 			return
 		}
-		errc <- f()
+		ferr := f()
+		if err := unix.Setns(int(home.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("back from %s: %w", nsPath, err) // the thread stays locked
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
 	}()
 	return <-errc
 }

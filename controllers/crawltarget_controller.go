@@ -77,6 +77,10 @@ type CrawlTargetReconciler struct {
 	// verify the address sites see (--egress-echo-url); nil makes a new
 	// one of the default lengths at setup.
 	Quarantine *egress.Quarantine
+	// NodeLostAfter is how long an egress node may be not Ready before
+	// the crawls on it are given up and started again on another node
+	// (--egress-node-lost-after); zero is egress.DefaultLostAfter.
+	NodeLostAfter time.Duration
 	// NetworkPolicy, when enabled, is ensured in a namespace before a
 	// crawler Pod starts there.
 	NetworkPolicy crawlpod.NetworkPolicyConfig
@@ -99,6 +103,9 @@ type targetScope struct {
 	verdict verdict
 	// failure describes a run that failed during this reconcile.
 	failure string
+	// note adds to the Crawling condition's message what happened to the
+	// run's egress node (nodelost.go).
+	note string
 	// stall is set when a run failed on input that cannot change by
 	// itself during this reconcile.
 	stall reason
@@ -419,6 +426,12 @@ func (r *CrawlTargetReconciler) observeRun(ctx context.Context, s *targetScope) 
 		return false, err
 	}
 	name := crawlpod.PodName(s.ct.Name, st.Runs)
+	var loss egress.Loss
+	if pod != nil {
+		if loss, err = r.nodeLoss(ctx, s, pod); err != nil {
+			return false, err
+		}
+	}
 	switch {
 	case pod != nil && pod.Status.Phase == corev1.PodSucceeded:
 		if err := r.recordSuccess(ctx, s, name, podFinishedAt(pod, s.now), podStartedAt(pod)); err != nil {
@@ -451,6 +464,12 @@ func (r *CrawlTargetReconciler) observeRun(ctx context.Context, s *targetScope) 
 		if err != nil {
 			return false, err
 		}
+	case loss.Lost:
+		// Before the deadline: a lost node's Pod would otherwise stay
+		// Running, or Terminating, in the API for ever.
+		if err := r.abandonLostRun(ctx, s, pod, loss); err != nil {
+			return false, err
+		}
 	case r.stuck(pod, s.now):
 		// activeDeadlineSeconds counts only once a kubelet starts the Pod;
 		// a Pod that never starts would hold its host for ever.
@@ -461,6 +480,7 @@ func (r *CrawlTargetReconciler) observeRun(ctx context.Context, s *targetScope) 
 	default:
 		// Pending, Running, or terminating: the run is still in progress.
 		s.active = pod
+		r.noteNodeNotReady(s, loss)
 		if d := r.stuckAfter(); d > 0 {
 			s.requeueAfter(pod.CreationTimestamp.Add(d).Sub(s.now) + time.Second)
 		}
@@ -734,6 +754,11 @@ func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, n
 	}
 	run.TokenSHA256 = crawlpod.TokenSHA256(token)
 	pod := crawlpod.Pod(run, r.Pod)
+	if s.note != "" {
+		// Only abandonLostRun leaves a note for a reconcile that starts a
+		// crawl.
+		pod.Annotations[AnnotationRetryOfLostRun] = s.note
+	}
 	err = r.Create(ctx, pod)
 	if apierrors.IsAlreadyExists(err) {
 		// A previous attempt created it: adopt it if it is this target's.
@@ -970,7 +995,9 @@ func (r *CrawlTargetReconciler) podsToQueue() handler.EventHandler {
 }
 
 // nodesToQueue tells the crawl queue which egress nodes may take crawls
-// whenever an egress Node changes, or its FCrDNS self-check result.
+// whenever an egress Node changes, or its FCrDNS self-check result, and
+// wakes the targets crawling on a node whose readiness changed or that
+// went, so a lost node's crawls are timed from the change.
 func (r *CrawlTargetReconciler) nodesToQueue() handler.EventHandler {
 	update := func(ctx context.Context) {
 		nodes, err := r.usableNodes(ctx)
@@ -984,12 +1011,16 @@ func (r *CrawlTargetReconciler) nodesToQueue() handler.EventHandler {
 		CreateFunc: func(ctx context.Context, _ event.CreateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			update(ctx)
 		},
-		UpdateFunc: func(ctx context.Context, _ event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			update(ctx)
+			if readinessChanged(e) {
+				addAll(q, r.targetsOnNode(e.ObjectNew.GetName()))
+			}
 		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			r.Quarantine.Forget(e.Object.GetName())
 			update(ctx)
+			addAll(q, r.targetsOnNode(e.Object.GetName()))
 		},
 		GenericFunc: func(ctx context.Context, _ event.GenericEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			update(ctx)
@@ -1018,6 +1049,12 @@ func (r *CrawlTargetReconciler) queueWakeups(ctx context.Context, q workqueue.Ty
 		}
 	}()
 	return nil
+}
+
+func addAll(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []reconcile.Request) {
+	for _, req := range reqs {
+		q.Add(req)
+	}
 }
 
 func (r *CrawlTargetReconciler) targetsOfExclusion(ctx context.Context, o client.Object) []reconcile.Request {

@@ -20,6 +20,7 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/egress"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
 func TestTargetGetsSiteIndexAndPinnedPod(t *testing.T) {
@@ -502,19 +503,7 @@ func TestCustomEgressLabelAndTaint(t *testing.T) {
 	sel := egress.Selector{LabelKey: "pool", LabelValue: "public-egress", TaintKey: "dedicated", TaintValue: "crawler", TaintEffect: corev1.TaintEffectNoExecute}
 	// A node with the default label must not be used.
 	createEgressNode(t, "egress-default-label", "79.139.58.121")
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "egress-custom", Labels: sel.Labels()},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{sel.Taint()}}}
-	if err := k8s.Create(context.Background(), n); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
-	n.Status = corev1.NodeStatus{
-		Addresses:  []corev1.NodeAddress{{Type: corev1.NodeExternalIP, Address: "79.139.58.98"}},
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-	}
-	if err := k8s.Status().Update(context.Background(), n); err != nil {
-		t.Fatal(err)
-	}
+	testutil.CreateNodeSelectedBy(t, k8s, sel, "egress-custom", "79.139.58.98")
 	startOperator(t, operatorOptions{egress: sel})
 	ns := newNamespace(t)
 	ct := createTarget(t, ns, "custom", "https://custom-egress.example.com/")

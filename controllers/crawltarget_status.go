@@ -39,6 +39,9 @@ func render(before *crawlv1.CrawlTarget, s *targetScope) rendered {
 	case s.verdict.wait.set():
 		out.crawling = s.verdict.wait
 	}
+	if note := crawlNote(s); note != "" {
+		out.crawling.Message += "; " + note
+	}
 	out.phase = phase(s, ready)
 	return out
 }

@@ -37,9 +37,7 @@ func (r *CrawlTargetReconciler) recordEgressUnverified(ctx context.Context, s *t
 	observed := observedEgress(pod)
 	started, length := r.Quarantine.Mismatch(node, pod.Name, published, observed, s.now)
 	st := &s.ct.Status
-	if v := pod.Annotations[crawlpod.AnnotationRequestedAt]; v != "" && st.LastHandledRequestedAt == v {
-		st.LastHandledRequestedAt = ""
-	}
+	reopenRequest(st, pod)
 	what := egressProblem(pod, observed, published)
 	regarding := r.nodeObject(ctx, node)
 	run := st.Runs

@@ -28,6 +28,10 @@ var (
 		Name: "crawl_operator_crawl_failures_total",
 		Help: "Failed crawls, by cause: oom_killed, deadline_exceeded (activeDeadlineSeconds, or the Pod never finished), pod_deleted, no_result (exited without delivering it), bad_input, address_refused, backed_off (the site asked for it), error.",
 	}, []string{"cause"})
+	crawlsLost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "crawl_operator_crawls_lost_total",
+		Help: "Crawls given up because their egress node was gone or not Ready for longer than --egress-node-lost-after, by node; each was started again on another node and is not counted as finished or failed.",
+	}, []string{"node"})
 	pagesIndexed = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "crawl_operator_pages_indexed_total",
 		Help: "Pages indexed by successful crawls.",
@@ -88,7 +92,7 @@ func RegisterMetrics(cache client.Reader, elected <-chan struct{}, queue *crawlq
 	state.cache, state.elected, state.queue, state.quarantine = cache, elected, queue, quarantine
 	state.mu.Unlock()
 	registerOnce.Do(func() {
-		metrics.Registry.MustRegister(crawlsStarted, crawlsFinished, crawlFailures, pagesIndexed, crawlDuration,
+		metrics.Registry.MustRegister(crawlsStarted, crawlsFinished, crawlFailures, crawlsLost, pagesIndexed, crawlDuration,
 			exclusionsEnforced, purgedPages, state)
 		// Every series exists from the start, at 0: a dashboard of a
 		// manager that never crawled shows zeros, not "no data", and

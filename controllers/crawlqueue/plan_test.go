@@ -1,6 +1,7 @@
 package crawlqueue
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 	"testing"
@@ -183,6 +184,39 @@ func TestWhy(t *testing.T) {
 			got.Node.Running = 0
 			if got != tc.want {
 				t.Errorf("Why = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Crawls spread over the egress nodes: each waiter takes the least busy
+// node, so free nodes fill evenly whatever the sites' hashes say, and a
+// site whose node is lost moves to the other.
+func TestPlanSpreadsOverNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		waiters int
+		running []Slot
+		nodes   []egress.Node
+		want    map[string]int
+	}{
+		{"two waiters, two free nodes: one each", 2, nil, twoNodes, map[string]int{"a": 1, "b": 1}},
+		{"four waiters, two free nodes: two each", 4, nil, twoNodes, map[string]int{"a": 2, "b": 2}},
+		{"one node busier: it gets fewer", 3, []Slot{slot("p1", "a", "r1")}, twoNodes, map[string]int{"a": 1, "b": 2}},
+		{"one node lost: all go to the other", 3, nil, twoNodes[1:], map[string]int{"b": 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ws []Waiter
+			for i := range tc.waiters {
+				h := fmt.Sprintf("site%d.example", i)
+				ws = append(ws, waiter(h, i, h, ""))
+			}
+			got := map[string]int{}
+			for _, n := range Plan(sortWaiters(ws), LoadOf(tc.running), tc.nodes, 4) {
+				got[n.Name]++
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("crawls started per node %v, want %v", got, tc.want)
 			}
 		})
 	}

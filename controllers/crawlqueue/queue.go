@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
@@ -192,6 +193,23 @@ func (q *Queue) Running(target types.UID) *corev1.Pod {
 		}
 	}
 	return nil
+}
+
+// TargetsOn returns the targets whose unfinished crawler Pods the cache
+// shows on node.
+func (q *Queue) TargetsOn(node string) []types.NamespacedName {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []types.NamespacedName
+	for _, h := range q.observed {
+		if h.slot.Node != node {
+			continue
+		}
+		if ref := metav1.GetControllerOf(h.pod); ref != nil {
+			out = append(out, types.NamespacedName{Namespace: h.pod.Namespace, Name: ref.Name})
+		}
+	}
+	return out
 }
 
 // Stats describe the queue for metrics.

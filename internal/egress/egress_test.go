@@ -27,10 +27,16 @@ func node(name, ip string, mods ...func(*corev1.Node)) corev1.Node {
 var (
 	notReady     = func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }
 	noConditions = func(n *corev1.Node) { n.Status.Conditions = nil }
-	cordoned     = func(n *corev1.Node) { n.Spec.Unschedulable = true }
-	unlabelled   = func(n *corev1.Node) { n.Labels = nil }
-	deleting     = func(n *corev1.Node) { n.DeletionTimestamp = ptr.To(metav1.Now()) }
-	addresses    = func(a ...corev1.NodeAddress) func(*corev1.Node) {
+	unknown      = func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionUnknown }
+	tainted      = func(key string) func(*corev1.Node) {
+		return func(n *corev1.Node) {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule})
+		}
+	}
+	cordoned   = func(n *corev1.Node) { n.Spec.Unschedulable = true }
+	unlabelled = func(n *corev1.Node) { n.Labels = nil }
+	deleting   = func(n *corev1.Node) { n.DeletionTimestamp = ptr.To(metav1.Now()) }
+	addresses  = func(a ...corev1.NodeAddress) func(*corev1.Node) {
 		return func(n *corev1.Node) { n.Status.Addresses = a }
 	}
 )
@@ -53,6 +59,7 @@ func TestMayCrawlAndPublished(t *testing.T) {
 	v := verifiedAt(map[string]string{
 		"ready": "79.139.58.98", "not-ready": "79.139.58.2", "no-conditions": "79.139.58.3",
 		"cordoned": "79.139.58.4", "unlabelled": "79.139.58.5", "deleting": "79.139.58.6",
+		"unknown": "79.139.58.9", "unreachable": "79.139.58.10", "not-ready-taint": "79.139.58.11",
 		"moved":      "79.139.58.70", // verified under its old address
 		"unexpected": "203.0.113.9",
 	})
@@ -65,6 +72,10 @@ func TestMayCrawlAndPublished(t *testing.T) {
 	}{
 		{"ready, verified", node("ready", "79.139.58.98"), Policy{Verified: v}, true, true, "ready.bot.lohisoft.com"},
 		{"NotReady", node("not-ready", "79.139.58.2", notReady), Policy{Verified: v}, false, true, "not-ready.bot.lohisoft.com"},
+		{"Ready Unknown (kubelet stopped reporting)", node("unknown", "79.139.58.9", unknown), Policy{Verified: v}, false, true, "unknown.bot.lohisoft.com"},
+		{"Ready, unreachable taint not yet removed", node("unreachable", "79.139.58.10", tainted(corev1.TaintNodeUnreachable)), Policy{Verified: v}, false, true, "unreachable.bot.lohisoft.com"},
+		{"Ready, not-ready taint not yet removed", node("not-ready-taint", "79.139.58.11", tainted(corev1.TaintNodeNotReady)), Policy{Verified: v}, false, true, "not-ready-taint.bot.lohisoft.com"},
+		{"Ready, the egress taint only", node("ready", "79.139.58.98", tainted(DefaultLabel)), Policy{Verified: v}, true, true, "ready.bot.lohisoft.com"},
 		{"no Ready condition yet", node("no-conditions", "79.139.58.3", noConditions), Policy{Verified: v}, false, true, "no-conditions.bot.lohisoft.com"},
 		{"cordoned", node("cordoned", "79.139.58.4", cordoned), Policy{Verified: v}, false, true, "cordoned.bot.lohisoft.com"},
 		{"not labelled as egress", node("unlabelled", "79.139.58.5", unlabelled), Policy{Verified: v}, false, false, ""},

@@ -100,7 +100,7 @@ func (p Policy) MayCrawl(nodes []corev1.Node) []Node {
 	for i := range nodes {
 		n := &nodes[i]
 		a, ok := p.source(n)
-		if !ok || n.Spec.Unschedulable || !ready(n) {
+		if !ok || n.Spec.Unschedulable || !ready(n) || lifecycleTainted(n) {
 			continue
 		}
 		out = append(out, Node{Name: n.Name, IP: a.IP})
@@ -123,10 +123,23 @@ func (p Policy) Published(nodes []corev1.Node) []Address {
 	return out
 }
 
+// ready is false for a Ready condition that is False, Unknown (the node
+// lifecycle controller's word for a kubelet that stopped reporting) or
+// missing.
 func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
+	c := readyCondition(n)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// lifecycleTainted reports the node lifecycle controller's taints. They
+// follow the Ready condition, but for a moment they can disagree (a node
+// Ready again whose taint is not yet removed, or the other way round); a
+// crawl started then would not be scheduled (crawler Pods do not tolerate
+// them) and would hold a slot for nothing.
+func lifecycleTainted(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady {
+			return true
 		}
 	}
 	return false

@@ -57,6 +57,10 @@ type Options struct {
 	// verify the address sites see gets no crawls, the first time in a row
 	// (see egress.Quarantine); zero is egress.DefaultQuarantine.
 	EgressQuarantine time.Duration
+	// EgressNodeLostAfter is how long an egress node may be not Ready
+	// before the crawls on it are given up and started again on another
+	// node (see egress.DefaultLostAfter); zero is that default.
+	EgressNodeLostAfter time.Duration
 	// Clock drives schedules and report times; nil is the real clock.
 	Clock clock.PassiveClock
 }
@@ -125,11 +129,12 @@ func Defaults() Options {
 		Manager: ManagerOptions{MetricsAddr: ":8080", MetricsSecure: true, ProbeAddr: ":8081", ResultsAddr: ":8083",
 			MaxConcurrentReconciles: DefaultMaxConcurrentReconciles, KubeAPIQPS: DefaultKubeAPIQPS, KubeAPIBurst: DefaultKubeAPIBurst,
 			MemoryLimitRatio: DefaultMemoryLimitRatio},
-		Pod:              crawlpod.DefaultConfig(),
-		MaxCrawlsPerNode: 4,
-		EgressQuarantine: egress.DefaultQuarantine,
-		Index:            index.DefaultOptions(),
-		NetworkPolicy:    crawlpod.DefaultNetworkPolicyConfig(),
+		Pod:                 crawlpod.DefaultConfig(),
+		MaxCrawlsPerNode:    4,
+		EgressQuarantine:    egress.DefaultQuarantine,
+		EgressNodeLostAfter: egress.DefaultLostAfter,
+		Index:               index.DefaultOptions(),
+		NetworkPolicy:       crawlpod.DefaultNetworkPolicyConfig(),
 	}
 }
 
@@ -140,6 +145,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.Pod.BindFlags(fs)
 	fs.IntVar(&o.MaxCrawlsPerNode, "max-crawls-per-node", o.MaxCrawlsPerNode, "Most crawls running at once on one egress node.")
 	fs.DurationVar(&o.EgressQuarantine, "egress-quarantine", o.EgressQuarantine, "How long an egress node whose crawler could not verify the address sites see (--egress-echo-url) gets no crawls; doubled for each failure in a row, up to an hour (or this, if longer). Then one crawl at a time checks it again.")
+	fs.DurationVar(&o.EgressNodeLostAfter, "egress-node-lost-after", o.EgressNodeLostAfter, "How long an egress node may be not Ready (its Ready condition Unknown or False, counted from the condition's last transition) before the crawls on it are given up: their Pods are deleted at once, without waiting for the node's kubelet, and the crawls start again on another egress node, not counted as failures. A Node deleted or no longer labelled as an egress node loses its crawls at once.")
 	o.Index.BindFlags(fs)
 	o.NetworkPolicy.BindFlags(fs)
 }
@@ -190,6 +196,9 @@ func (o Options) Validate() error {
 	}
 	if o.EgressQuarantine < 0 {
 		return errors.New("--egress-quarantine must not be negative")
+	}
+	if o.EgressNodeLostAfter < 0 {
+		return errors.New("--egress-node-lost-after must not be negative")
 	}
 	if err := o.Manager.WatchNamespaces.Validate(); err != nil {
 		return err
@@ -346,6 +355,7 @@ func (op *Operator) wire(o Options) error {
 		MaxConcurrentReconciles: o.Manager.MaxConcurrentReconciles,
 		Queue:                   queue,
 		Quarantine:              quarantine,
+		NodeLostAfter:           o.EgressNodeLostAfter,
 		Egress:                  op.Index.EgressPolicy(),
 		NetworkPolicy:           o.NetworkPolicy,
 		Namespaces:              o.Manager.WatchNamespaces,

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,14 +32,25 @@ import (
 // the test ends.
 func CreateEgressNode(t testing.TB, c client.Client, name, ip string) *corev1.Node {
 	t.Helper()
+	return CreateNodeSelectedBy(t, c, egress.DefaultSelector(), name, ip)
+}
+
+// CreateNodeSelectedBy is CreateEgressNode for the egress nodes of sel.
+func CreateNodeSelectedBy(t testing.TB, c client.Client, sel egress.Selector, name, ip string) *corev1.Node {
+	t.Helper()
 	ctx := context.Background()
 	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{egress.DefaultLabel: egress.DefaultValue}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{
-			Key: egress.DefaultLabel, Value: egress.DefaultValue, Effect: corev1.TaintEffectNoSchedule,
-		}}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: sel.Labels()},
+		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{sel.Taint()}},
 	}
 	if err := c.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	// The API server taints every new Node not-ready (TaintNodesByCondition);
+	// the node lifecycle controller lifts it once the node is Ready, and
+	// envtest runs none. Crawls keep off a node with that taint.
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+	if err := c.Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	n.Status = corev1.NodeStatus{

@@ -59,3 +59,26 @@ func TestSchemaRejectsBadEgressCheckValues(t *testing.T) {
 		}
 	}
 }
+
+// egress.nodeLostAfter reaches the manager as --egress-node-lost-after:
+// the manager's own default unless set, exactly the value when set, and
+// only a duration.
+func TestNodeLostAfterValue(t *testing.T) {
+	for _, tc := range []struct {
+		values map[string]any
+		want   time.Duration
+	}{
+		{nil, egress.DefaultLostAfter},
+		{map[string]any{"egress": map[string]any{"nodeLostAfter": "90s"}}, 90 * time.Second},
+	} {
+		o := managerOptions(t, find(mustRender(t, tc.values), "Deployment", ""))
+		if o.EgressNodeLostAfter != tc.want {
+			t.Errorf("values %v: manager gets --egress-node-lost-after %v, want %v", tc.values, o.EgressNodeLostAfter, tc.want)
+		}
+	}
+	for _, bad := range []any{"one minute", "60", 60} {
+		if _, err := render(t, map[string]any{"egress": map[string]any{"nodeLostAfter": bad}}); err == nil || !strings.Contains(err.Error(), "nodeLostAfter") {
+			t.Errorf("egress.nodeLostAfter %v: error %v, want one naming nodeLostAfter", bad, err)
+		}
+	}
+}

@@ -196,6 +196,8 @@ func sinks() []sink {
 			at: []locator{{"--egress-echo-url", arg("egress-echo-url"), str}}},
 		{path: "egress.quarantine", base: "sqlite", cands: []string{"1h", "90s", "1.5m", "012m"},
 			at: []locator{{"--egress-quarantine", arg("egress-quarantine"), str}}},
+		{path: "egress.nodeLostAfter", base: "postgres", cands: []string{"1h", "90s", "1.5m", "012m"},
+			at: []locator{{"--egress-node-lost-after", arg("egress-node-lost-after"), str}}},
 		{path: "storage.sqlite.persistence.size", base: "sqlite", cands: []string{"012", "1.5Gi", "100", "10Mi"},
 			at: []locator{{"PVC size", field("PersistentVolumeClaim", "spec", "resources", "requests", "storage"), str}}},
 		{path: "storage.sqlite.persistence.storageClassName", base: "sqlite", at: []locator{

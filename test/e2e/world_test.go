@@ -307,9 +307,11 @@ func TestWorldOnTwoEgressNodes(t *testing.T) {
 	w := startInternet(t, c, devcluster, coredns)
 	nodes := []string{rnNamePrefix + "-1", rnNamePrefix + "-2"}
 
-	harbour := &worldSite{name: "harbour-bakery.com", pages: 5}
-	secure := &worldSite{name: "secure-bakery.com", pages: 5}
-	walled := &worldSite{name: "walled-bakery.com", pages: 5}
+	// Slow enough that crawls requested together overlap: the manager
+	// then spreads them over both nodes (least busy first).
+	harbour := &worldSite{name: "harbour-bakery.com", pages: 5, perReq: 400 * time.Millisecond}
+	secure := &worldSite{name: "secure-bakery.com", pages: 5, perReq: 400 * time.Millisecond}
+	walled := &worldSite{name: "walled-bakery.com", pages: 5, perReq: 400 * time.Millisecond}
 	slow := &worldSite{name: "slow-bakery.com", pages: 12, perReq: 1500 * time.Millisecond}
 	w.site(t, harbour, "--ipv6")
 	w.site(t, secure, "--tls")
@@ -355,6 +357,17 @@ func TestWorldOnTwoEgressNodes(t *testing.T) {
 				}
 			}
 			s.mu.Unlock()
+		}
+		var all []string
+		for _, s := range []*worldSite{harbour, secure, walled} {
+			for _, a := range s.sources(start) {
+				if !slices.Contains(all, a) {
+					all = append(all, a)
+				}
+			}
+		}
+		if len(all) != len(botAddrs) {
+			t.Errorf("the sites saw %v: crawls did not spread over both egress nodes", all)
 		}
 		if n := harbour.v6Conns.Load(); n != 0 {
 			t.Errorf("%d IPv6 connections to %s, which has an AAAA record", n, harbour.name)

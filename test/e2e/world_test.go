@@ -419,15 +419,40 @@ func TestWorldOnTwoEgressNodes(t *testing.T) {
 		}
 		w.devcluster(t, "node", "egress-ip", nodes[1], botAddrs[1], "--internet-dir", w.dir)
 		fixed := time.Now()
-		testutil.Eventually(t, 3*time.Minute, nodes[1]+" used again once fixed", func() error {
-			for _, n := range targets {
-				if at, egress, err := c.lastCrawl(n); err == nil && egress == botAddrs[1] && at.After(fixed) {
+		// A target keeps the node it crawled from while that node has
+		// room, so the three stay on the first one. New targets, two at a
+		// time so that the second goes to the less busy node, show the
+		// fixed node taking crawls again once its quarantine is over.
+		fresh := []*worldSite{
+			{name: "fresh-a-bakery.com", pages: 5, perReq: 400 * time.Millisecond},
+			{name: "fresh-b-bakery.com", pages: 5, perReq: 400 * time.Millisecond},
+		}
+		for _, s := range fresh {
+			w.site(t, s)
+		}
+		attempt := 0
+		testutil.Eventually(t, 4*time.Minute, nodes[1]+" used again once fixed", func() error {
+			for _, s := range fresh {
+				if slices.Contains(s.sources(fixed), botAddrs[1]) {
 					return nil
 				}
 			}
-			c.requestCrawl(t, targets...)
-			return fmt.Errorf("no crawl from %s yet", botAddrs[1])
+			if time.Since(c.lastRequest) < 20*time.Second {
+				return fmt.Errorf("no crawl from %s yet", botAddrs[1])
+			}
+			c.lastRequest = time.Now()
+			attempt++
+			for _, s := range fresh {
+				name := fmt.Sprintf("%s-%d", strings.TrimSuffix(s.name, ".com"), attempt)
+				c.mustKubectl(t, fmt.Sprintf("apiVersion: crawl.lohisoft.com/v1alpha1\nkind: CrawlTarget\nmetadata: {name: %s, namespace: default}\nspec: {url: \"http://%s/\", delay: 100ms}\n", name, s.name), "apply", "-f", "-")
+			}
+			return fmt.Errorf("no crawl from %s yet (attempt %d)", botAddrs[1], attempt)
 		})
+		for _, s := range fresh {
+			if src := s.sources(fixed); slices.ContainsFunc(src, func(a string) bool { return !slices.Contains(botAddrs, a) }) {
+				t.Errorf("%s saw %v", s.name, src)
+			}
+		}
 	})
 
 	t.Run("a node stopped mid-crawl: the crawl lands from the other address", func(t *testing.T) {

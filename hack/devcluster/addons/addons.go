@@ -144,6 +144,7 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 		"HelperImage":      HelperImage,
 		"VolumeDir":        o.VolumeDir(),
 		"Upstream":         o.Upstream,
+		"Node":             o.Node,
 	}
 	var out []*unstructured.Unstructured
 	for _, m := range []string{coreDNSManifest, localPathManifest} {

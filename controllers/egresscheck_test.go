@@ -124,10 +124,13 @@ func TestEgressMismatchQuarantinesTheNode(t *testing.T) {
 	// 3. While quarantined the node takes nothing, though it has two free
 	// slots: the second target takes the good node's last slot, the third
 	// waits.
-	second, third := target("second"), target("third")
+	// The third is made once the second runs: made in the same second,
+	// the two would be due at the same time, and either may go first.
+	second := target("second")
 	if p := waitPod(t, second, 1); nodeOf(p) != good {
 		t.Errorf("second target runs on %s, want %s", nodeOf(p), good)
 	}
+	third := target("third")
 	waitReady(t, third, metav1.ConditionFalse, crawlv1.ReasonWaitingForCapacity)
 	op.clock.Step(egress.DefaultQuarantine - time.Second)
 	poke(t, third)

@@ -149,10 +149,13 @@ func TestLostEgressNodeMovesTheCrawl(t *testing.T) {
 	// 3. While the node stays Unknown it takes nothing, though it has
 	// two free slots: the second target takes the other node's last slot,
 	// the third waits.
-	second, third := target("second"), target("third")
+	// The third is made once the second runs: made in the same second,
+	// the two would be due at the same time, and either may go first.
+	second := target("second")
 	if p := waitPod(t, second, 1); nodeOf(p) != other {
 		t.Errorf("second target runs on %s, want %s", nodeOf(p), other)
 	}
+	third := target("third")
 	waitReady(t, third, metav1.ConditionFalse, crawlv1.ReasonWaitingForCapacity)
 	poke(t, third)
 	podCountStays(t, third, 0, 2*time.Second, "a node that is not Ready takes no crawl")

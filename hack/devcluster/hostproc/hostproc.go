@@ -64,10 +64,25 @@ func (p Proc) Start(env []string, bin string, args ...string) error {
 		_, _ = cmd.Process.Wait()
 		return err
 	}
+	_ = os.Remove(p.exitFile())
 	// Reap it if it exits while this process still runs, so that PID does
-	// not see a zombie as alive.
-	go func() { _, _ = cmd.Process.Wait() }()
+	// not see a zombie as alive, and keep how it ended for ExitStatus.
+	go func() {
+		if st, err := cmd.Process.Wait(); err == nil {
+			_ = os.WriteFile(p.exitFile(), []byte(st.String()+"\n"), 0o644)
+		}
+	}()
 	return nil
+}
+
+func (p Proc) exitFile() string { return filepath.Join(p.Dir, p.Name+".exit") }
+
+// ExitStatus says how the process ended ("exit status 1", "signal:
+// killed"), when it ended while the program that started it still ran;
+// "" otherwise.
+func (p Proc) ExitStatus() string {
+	b, _ := os.ReadFile(p.exitFile())
+	return strings.TrimSpace(string(b))
 }
 
 // PID is the running process this Proc started, if any.

@@ -102,3 +102,30 @@ func TestWaitHealthyNoticesAnExit(t *testing.T) {
 		t.Errorf("took %s to notice the exit", time.Since(start))
 	}
 }
+
+// How a process ended is kept while its starter runs: a start that fails
+// at once can say why.
+func TestExitStatus(t *testing.T) {
+	p := Proc{Dir: t.TempDir(), Name: "quits"}
+	if err := p.Start(nil, "sh", "-c", "kill -9 $$"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for p.ExitStatus() == "" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := p.ExitStatus(); got != "signal: killed" {
+		t.Errorf("ExitStatus = %q, want signal: killed", got)
+	}
+	if _, ok := p.PID(); ok {
+		t.Error("an ended process counts as running")
+	}
+	// A new start forgets the old end.
+	if err := p.Start(nil, "sleep", "5"); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(time.Second)
+	if got := p.ExitStatus(); got != "" {
+		t.Errorf("ExitStatus of a running process = %q", got)
+	}
+}

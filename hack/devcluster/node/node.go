@@ -250,8 +250,25 @@ func writeKubeletConfig(n Node) error {
 	return os.WriteFile(n.path("kubelet", "config.yaml"), b, 0o644)
 }
 
+// startContainerd starts the node's containerd and waits until it
+// answers. A containerd that ends before it answers is started once more:
+// one did so once here, under load, without a word in its log (its exit
+// status is kept to tell why next time).
 func startContainerd(ctx context.Context, n Node) error {
-	if err := n.containerd().Start(nil, "containerd", "--config", n.path("containerd", "config.toml")); err != nil {
+	var err error
+	for attempt := 1; attempt <= 2; attempt++ {
+		if err = runContainerd(ctx, n); !errors.Is(err, errExited) {
+			return err
+		}
+	}
+	return err
+}
+
+var errExited = errors.New("exited")
+
+func runContainerd(ctx context.Context, n Node) error {
+	p := n.containerd()
+	if err := p.Start(nil, "containerd", "--config", n.path("containerd", "config.toml")); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(20 * time.Second)
@@ -259,11 +276,13 @@ func startContainerd(ctx context.Context, n Node) error {
 		if _, err := os.Stat(n.Socket()); err == nil && ctr(ctx, n, "version") == nil {
 			return nil
 		}
-		if _, ok := n.containerd().PID(); !ok {
-			return fmt.Errorf("containerd of %s exited; see %s", n.Name, n.containerd().LogFile())
+		if _, ok := p.PID(); !ok {
+			time.Sleep(100 * time.Millisecond) // its reaper writes how it ended
+			_ = os.Remove(p.PIDFile())
+			return fmt.Errorf("containerd of %s %w (%s); see %s", n.Name, errExited, p.ExitStatus(), p.LogFile())
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("containerd of %s not answering after 20s; see %s", n.Name, n.containerd().LogFile())
+			return fmt.Errorf("containerd of %s not answering after 20s; see %s", n.Name, p.LogFile())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -8,6 +8,7 @@ package hostproc
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -95,7 +96,7 @@ func (p Proc) PID() (int, bool) {
 	if err != nil || pid <= 0 {
 		return 0, false
 	}
-	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	environ, err := readEnviron(pid)
 	if err != nil {
 		return 0, false
 	}
@@ -177,6 +178,25 @@ func (p Proc) WaitHealthy(ctx context.Context, url string, timeout time.Duration
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// readEnviron reads a process's environment. While a process execs (a
+// shell that execs its command, a program just started), the kernel shows
+// an empty one for a moment; that is read again rather than taken as a
+// stranger's.
+func readEnviron(pid int) ([]byte, error) {
+	for range 100 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil || len(b) > 0 {
+			return b, err
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || bytes.Contains(stat, []byte(") Z ")) {
+			return nil, errors.New("no process")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return nil, errors.New("no environment")
 }
 
 // Tail is the last n bytes of a file, for an error message.

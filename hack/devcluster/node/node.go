@@ -251,9 +251,10 @@ func writeKubeletConfig(n Node) error {
 }
 
 // startContainerd starts the node's containerd and waits until it
-// answers. A containerd that ends before it answers is started once more:
-// one did so once here, under load, without a word in its log (its exit
-// status is kept to tell why next time).
+// answers; one that ends before it answers is started once more, and the
+// error says how it ended. (A CI run once reported a containerd ended
+// without a word in its log: hostproc.Start then returned before the new
+// program's environment, where a process is found, was readable.)
 func startContainerd(ctx context.Context, n Node) error {
 	var err error
 	for attempt := 1; attempt <= 2; attempt++ {

@@ -61,7 +61,7 @@ build: ## Build bin/manager, bin/crawler and the dev tools (bin/devcluster, bin/
 
 .PHONY: k8s-bin
 k8s-bin: ## Build etcd, kube-apiserver, kubectl, kube-scheduler, kube-controller-manager, kubelet, kube-proxy into bin/k8s (skipped when current).
-	hack/k8s-bin.sh
+	go run ./hack/toolbin k8s
 
 HELM_VERSION := $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3}' hack/tools/helm/go.mod)
 HELM_CACHE   := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/crawl-operator/helm-$(HELM_VERSION)
@@ -91,13 +91,13 @@ test: k8s-bin helm-bin flux-bin promtool-bin coredns-bin sitemapdiff-deps manife
 # libraries), which ./... does not reach; test/chart fails first when the
 # fixtures it reads are stale.
 	cd test/netpol && go test $(GO_TEST_FLAGS) ./...
-	hack/fuzz.sh 3s
+	go run ./hack/fuzz 3s
 
 FUZZTIME ?= 2m
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 2m; failures land in testdata/fuzz).
-	hack/fuzz.sh $(FUZZTIME)
+	go run ./hack/fuzz $(FUZZTIME)
 
 .PHONY: bench
 bench: ## Run the benchmarks.
@@ -127,15 +127,15 @@ demo: k8s-bin build ## Run the whole job locally: cluster, manager, sample site,
 
 .PHONY: flux-bin
 flux-bin: ## Build Flux's source-, kustomize- and helm-controller (Flux v2.9.5, pinned in hack/tools/flux) into bin/flux (skipped when current; cached in ~/.cache/crawl-operator).
-	hack/tool-bin.sh flux flux github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller github.com/fluxcd/helm-controller
+	go run ./hack/toolbin tool flux flux github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller github.com/fluxcd/helm-controller
 
 .PHONY: coredns-bin
 coredns-bin: ## Build CoreDNS (hack/tools/coredns: the cluster's plugins, file and forward) into bin/coredns, the dev internet's DNS server (skipped when current; cached in ~/.cache/crawl-operator).
-	hack/tool-bin.sh coredns coredns .
+	go run ./hack/toolbin tool coredns coredns .
 
 .PHONY: promtool-bin
 promtool-bin: ## Build promtool and promqlrefs (Prometheus v0.316.0, pinned in hack/tools/promtool) into bin/promtool (skipped when current; cached in ~/.cache/crawl-operator).
-	hack/tool-bin.sh promtool promtool github.com/prometheus/prometheus/cmd/promtool ./promqlrefs
+	go run ./hack/toolbin tool promtool promtool github.com/prometheus/prometheus/cmd/promtool ./promqlrefs
 
 .PHONY: demo-helm
 demo-helm: k8s-bin helm-bin build ## The chart as users install it, on a real node (root): helm install, a CrawlTarget Ready, a search through the index Service.

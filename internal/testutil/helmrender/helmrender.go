@@ -79,7 +79,7 @@ func render(chartPath, release, namespace string, kv *chartutil.KubeVersion, val
 }
 
 // KubeVersion is the version of the Kubernetes the tests run (the
-// k8s.io/kubernetes that hack/k8s-bin.sh builds bin/k8s from); the Helm
+// k8s.io/kubernetes that hack/toolbin builds bin/k8s from); the Helm
 // SDK's own default (v1.20) is older than the chart's kubeVersion.
 func KubeVersion(root string) (*chartutil.KubeVersion, error) {
 	b, err := os.ReadFile(filepath.Join(root, "hack", "tools", "kube", "go.mod"))

@@ -151,11 +151,11 @@ demo-world: k8s-bin helm-bin coredns-bin build ## The bot as site owners meet it
 
 .PHONY: dev-cluster
 dev-cluster: k8s-bin build ## Start the local cluster in the background (KUBECONFIG=bin/kubeconfig); REAL_NODE=1 or 2: real kubelet + containerd nodes (root).
-	REAL_NODE=$(REAL_NODE) RN_IMAGE=$(IMG) hack/dev-cluster.sh up
+	bin/devcluster up --real-nodes=$(or $(REAL_NODE),0) --image=$(IMG)
 
 .PHONY: dev-cluster-down
 dev-cluster-down: ## Stop the local cluster and everything `make demo` started.
-	hack/dev-cluster.sh down
+	@if [ -x bin/devcluster ]; then bin/devcluster down; else go run ./hack/devcluster down; fi
 
 .PHONY: run
 run: build ## Run the manager against $KUBECONFIG (outside the cluster, so without the crawler NetworkPolicy).

@@ -50,7 +50,7 @@ The chart runs on the dev cluster's real node. Next:
   export KUBECONFIG=$KUBECONFIG
   $HELM -n $NS status $RELEASE
   $KUBECTL -n $NS logs deploy/$RELEASE
-  open http://$FORWARD/ in a browser (kubectl port-forward runs: $DEV/port-forward.pid)
+  open http://$FORWARD/ in a browser (kubectl port-forward runs until make dev-cluster-down)
   make dev-cluster-down    # stop everything
 MSG
 echo "demo-helm ready in $((SECONDS - started))s"

@@ -20,7 +20,7 @@ WORLD=$DEV/world
 started=$SECONDS
 
 step "Two real egress nodes (kubelet, containerd, kube-proxy, CoreDNS, local-path-provisioner)"
-REAL_NODE=2 RN_IMAGE=$IMAGE hack/dev-cluster.sh up
+$DC up --real-nodes 2 --image "$IMAGE"
 
 step "The internet in a box: bin/devcluster internet up"
 $DC internet up --dir "$DEV/internet"

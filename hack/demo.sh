@@ -22,34 +22,9 @@ INDEX=127.0.0.1:8082
 RESULTS=127.0.0.1:8083
 SITE=127.0.0.1:8090
 
-alive() {
-	local pid
-	[ -f "$DEV/$1.pid" ] || return 1
-	pid=$(cat "$DEV/$1.pid")
-	kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "bin/$1"
-}
-
-# port_free NAME ADDR: refuse to start NAME when something else holds ADDR.
-port_free() {
-	if listening "$2"; then
-		echo "cannot start $1: $2 is already in use by another program (stop it, or run make dev-cluster-down)" >&2
-		exit 1
-	fi
-}
-
-wait_port() { # name addr
-	for _ in $(seq 1 60); do
-		# Just started: the pid may still be the shell about to exec it.
-		kill -0 "$(cat "$DEV/$1.pid")" 2>/dev/null || { echo "$1 exited; last lines of $DEV/$1.log:" >&2; tail -n 20 "$DEV/$1.log" >&2; exit 1; }
-		listening "$2" && return 0
-		sleep 0.5
-	done
-	echo "$1 is not listening on $2" >&2; exit 1
-}
-
 started=$SECONDS
 step "Starting the local cluster${REAL_NODE:+ with a real node}"
-REAL_NODE=$REAL_NODE hack/dev-cluster.sh up
+bin/devcluster up --real-nodes "${REAL_NODE:-0}" --image "$IMAGE"
 if [ -n "$REAL_NODE" ]; then
 	# shellcheck disable=SC1091
 	. "$RN_DIR/env"
@@ -70,37 +45,18 @@ else
 	# The node agent runs the image's `crawler` command as bin/crawler.
 	crawler_flags=(--crawler-image=crawler)
 fi
-if ! alive manager; then
-	port_free manager $INDEX
-	port_free manager $RESULTS
-	# --crawler-allow-private: the sample site is on loopback, which the
-	# crawler refuses everywhere else. --crawler-network-policy=false: the
-	# manager runs on this machine, not in a Pod, so no NetworkPolicy rule
-	# could let crawler Pods reach its results endpoint.
-	nohup bin/manager \
-		--metrics-bind-address=127.0.0.1:18080 \
-		--health-probe-bind-address=127.0.0.1:18081 \
-		--results-bind-address=$RESULTS \
-		--results-url=http://$RESULTS \
-		--index-bind-address=$INDEX \
-		--storage="sqlite://$PWD/$DEV/index.db" \
-		"${crawler_flags[@]}" \
-		--crawler-allow-private \
-		--min-crawl-delay=500ms \
-		--require-egress-fcrdns=false \
-		--crawler-network-policy=false \
-		>"$DEV/manager.log" 2>&1 &
-	echo $! >"$DEV/manager.pid"
-fi
-wait_port manager $INDEX
+# --crawler-allow-private: the sample site is on loopback, which the crawler
+# refuses everywhere else. --crawler-network-policy=false: the manager runs
+# on this machine, not in a Pod, so no NetworkPolicy rule could let crawler
+# Pods reach its results endpoint.
+bin/devcluster proc start manager --listen $INDEX -- bin/manager \
+	--metrics-bind-address=127.0.0.1:18080 --health-probe-bind-address=127.0.0.1:18081 \
+	--results-bind-address=$RESULTS --results-url=http://$RESULTS --index-bind-address=$INDEX \
+	--storage="sqlite://$PWD/$DEV/index.db" "${crawler_flags[@]}" --crawler-allow-private \
+	--min-crawl-delay=500ms --require-egress-fcrdns=false --crawler-network-policy=false
 
 step "Serving the sample site on http://$SITE/"
-if ! alive samplesite; then
-	port_free samplesite $SITE
-	nohup bin/samplesite --addr=$SITE >"$DEV/samplesite.log" 2>&1 &
-	echo $! >"$DEV/samplesite.pid"
-fi
-wait_port samplesite $SITE
+bin/devcluster proc start samplesite --listen $SITE -- bin/samplesite --addr=$SITE
 
 sample_target "$SITE" "$DEV/manager.log and $DEV/cluster/pods/"
 

@@ -15,8 +15,6 @@ FORWARD=127.0.0.1:18082
 
 step() { printf '\n==> %s\n' "$*"; }
 
-listening() { (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null; }
-
 # sample_target SITE applies the demo's CrawlTarget for http://SITE/ with
 # kubectl and waits until it is Ready, showing its progress; it fails
 # after 3 minutes with HINT, where to look.
@@ -48,7 +46,7 @@ sample_target() {
 # bridge address, http://$RN_GW:8090/ (sourcing $RN_DIR/env).
 real_node_with_image() {
 	step "Starting the local cluster with a real node (kubelet, containerd, kube-proxy, CoreDNS, local-path-provisioner)"
-	REAL_NODE=1 RN_IMAGE=$IMAGE hack/dev-cluster.sh up
+	bin/devcluster up --real-nodes 1 --image "$IMAGE"
 	# shellcheck disable=SC1091
 	. "$RN_DIR/env"
 	$KUBECTL get nodes -o wide
@@ -60,23 +58,17 @@ real_node_with_image() {
 	ctr -a "$RN_SOCK" -n k8s.io images import "$IMAGE_TAR"
 
 	step "Serving the sample site on http://$RN_GW:8090/ (the node's bridge address: all a Pod here can reach)"
-	if ! listening "$RN_GW:8090"; then
-		nohup bin/samplesite --addr="$RN_GW:8090" >"$DEV/samplesite.log" 2>&1 &
-		echo $! >"$DEV/samplesite.pid"
-		for _ in $(seq 1 40); do listening "$RN_GW:8090" && break; sleep 0.25; done
-	fi
+	bin/devcluster proc start samplesite --listen "$RN_GW:8090" -- bin/samplesite --addr="$RN_GW:8090"
 }
 
 # search_through_service searches the sample site's pages through the
 # chart's index Service with kubectl port-forward on $FORWARD, which keeps
-# running ($DEV/port-forward.pid; make dev-cluster-down stops it).
+# running (bin/devcluster proc; make dev-cluster-down stops it).
 search_through_service() {
 	local out=""
 	step "Searching through the chart's index Service: kubectl -n $NS port-forward svc/$RELEASE-index ${FORWARD#*:}:8082"
-	if [ -f "$DEV/port-forward.pid" ]; then kill "$(cat "$DEV/port-forward.pid")" 2>/dev/null || true; fi
-	nohup $KUBECTL -n "$NS" port-forward "svc/$RELEASE-index" "${FORWARD#*:}:8082" --address "${FORWARD%:*}" >"$DEV/port-forward.log" 2>&1 &
-	echo $! >"$DEV/port-forward.pid"
-	for _ in $(seq 1 40); do listening "$FORWARD" && break; sleep 0.25; done
+	bin/devcluster proc start port-forward --replace --listen "$FORWARD" -- \
+		$KUBECTL -n "$NS" port-forward "svc/$RELEASE-index" "${FORWARD#*:}:8082" --address "${FORWARD%:*}"
 	for _ in $(seq 1 20); do
 		out=$(curl -fsS "http://$FORWARD/api/v1/search?q=sourdough&limit=5" || true)
 		echo "$out" | grep -q '"url"' && break

@@ -4,10 +4,10 @@
 // that runs crawler Pods bound to them as local processes of bin/crawler.
 // It is a test harness; real clusters run real kubelets.
 //
-// It runs in the foreground until SIGINT/SIGTERM; hack/dev-cluster.sh runs
-// it in the background for `make dev-cluster`. Once everything is up it
-// writes --ready-file (the script waits for that file, then for Ready
-// Nodes) and removes it again when it stops. With --fake-nodes=false it
+// It runs in the foreground until SIGINT/SIGTERM; `devcluster up` runs it
+// in the background for `make dev-cluster`. Once everything is up it
+// writes --ready-file (up waits for that file, then for Ready Nodes) and
+// removes it again when it stops. With --fake-nodes=false it
 // registers no Nodes and runs no agent: `make dev-cluster REAL_NODE=1` joins
 // real kubelets instead (`devcluster nodes up`).
 package main
@@ -118,12 +118,8 @@ func run(binDir, dir, kubeconfig, crawler, readyFile string, fakeNodes bool, net
 	if err := os.MkdirAll(podLogs, 0o755); err != nil {
 		return err
 	}
-	var nodes []string
-	for _, n := range cluster.DefaultEgressNodes {
-		nodes = append(nodes, n.Name)
-	}
 	mgr, err := agent.NewManager(c.Config, agent.Options{
-		NodeNames: nodes,
+		NodeNames: fakeNodeNames(),
 		Commands:  map[string]string{"crawler": abs(crawler)},
 		LogDir:    podLogs,
 	})
@@ -149,6 +145,15 @@ func run(binDir, dir, kubeconfig, crawler, readyFile string, fakeNodes bool, net
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// fakeNodeNames are the stand-in egress Nodes the node agent serves.
+func fakeNodeNames() []string {
+	var names []string
+	for _, n := range cluster.DefaultEgressNodes {
+		names = append(names, n.Name)
+	}
+	return names
 }
 
 // writeAtomic writes a file that readers see whole or not at all.

@@ -10,6 +10,15 @@ import (
 // subcommand runs a subcommand and returns the exit status. Every one
 // finds the dev cluster's kubeconfig and state by itself, as kind's do.
 //
+//	devcluster up [--real-nodes N] [--timeout D]
+//	    starts the dev cluster in the background (.dev, bin/kubeconfig) and
+//	    waits until its egress Nodes are Ready: two stand-in nodes, or N
+//	    real nodes (root); a no-op when it already runs
+//	devcluster down
+//	    stops it and everything the demos started; removes the real nodes,
+//	    the internet and Flux with every change they made to the machine
+//	devcluster proc start NAME [--listen ADDR] [--replace] -- CMD ARGS... | stop NAME
+//	    a demo's process (manager, sample site), kept in .dev until down
 //	devcluster nodes plan [--count N] [--name-prefix P] [--bridge-prefix B] [--external-ips A,B]
 //	    plans real nodes in --dir (default .dev/nodes, or $RN_DIR): names,
 //	    bridges, egress addresses and free Pod and Service ranges
@@ -38,6 +47,12 @@ import (
 func subcommand(name string, args []string) int {
 	var err error
 	switch name {
+	case "up":
+		err = upCommand(args)
+	case "down":
+		err = downCommand(args)
+	case "proc":
+		err = procCommand(args)
 	case "nodes":
 		err = nodesCommand(args)
 	case "node":
@@ -49,7 +64,7 @@ func subcommand(name string, args []string) int {
 	case "git-server":
 		err = gitServer(args)
 	default:
-		err = fmt.Errorf("unknown subcommand %q: want nodes, node, internet, flux or git-server", name)
+		err = fmt.Errorf("unknown subcommand %q: want up, down, proc, nodes, node, internet, flux or git-server", name)
 	}
 	if errors.Is(err, errSilent) {
 		return 1

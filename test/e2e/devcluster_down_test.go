@@ -26,7 +26,8 @@ func TestDevClusterDownStopsCrawlers(t *testing.T) {
 	dir := t.TempDir()
 	crawler := buildBinary(t, "cmd/crawler")
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	script := devClusterScript(dir, assets, buildBinary(t, "hack/devcluster"), crawler)
+	devcluster := buildBinary(t, "hack/devcluster")
+	script := devClusterScript(newDevCluster(dir, assets, devcluster), devcluster, crawler)
 	down := false
 	t.Cleanup(func() {
 		if !down {
@@ -34,7 +35,7 @@ func TestDevClusterDownStopsCrawlers(t *testing.T) {
 		}
 	})
 	if out, err := script("up"); err != nil {
-		t.Fatalf("hack/dev-cluster.sh up: %v\n%s", err, out)
+		t.Fatalf("devcluster up: %v\n%s", err, out)
 	}
 	kc, err := os.ReadFile(kubeconfig)
 	if err != nil {
@@ -76,7 +77,7 @@ func TestDevClusterDownStopsCrawlers(t *testing.T) {
 	start := time.Now()
 	down = true
 	if out, err := script("down"); err != nil {
-		t.Fatalf("hack/dev-cluster.sh down: %v\n%s", err, out)
+		t.Fatalf("devcluster down: %v\n%s", err, out)
 	}
 	t.Logf("down in %s", time.Since(start).Round(100*time.Millisecond))
 	if left := processesOf(crawler); len(left) != 0 {

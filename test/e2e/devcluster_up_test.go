@@ -23,7 +23,7 @@ import (
 )
 
 // The first command of the README on a fresh, busy machine: `make demo`
-// runs hack/dev-cluster.sh up, which starts devcluster in the background
+// runs `devcluster up`, which starts devcluster in the background
 // and must wait for what matters (its ready file, Ready Nodes), not race
 // on the command line of a process that has not exec'd yet. From a clean
 // state, with CPU hogs on every core: up succeeds, the cluster is Ready and
@@ -41,7 +41,7 @@ func TestDevClusterUpUnderLoad(t *testing.T) {
 	crawler := buildBinary(t, "cmd/crawler")
 	dev := filepath.Join(dir, "dev")
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	script := devClusterScript(dir, assets, lateExec(t, devcluster, "1"), crawler)
+	script := devClusterScript(newDevCluster(dir, assets, devcluster), lateExec(t, devcluster, "1"), crawler)
 	down := false
 	t.Cleanup(func() {
 		if !down {
@@ -56,7 +56,7 @@ func TestDevClusterUpUnderLoad(t *testing.T) {
 	upTime := time.Since(start)
 	stopHogs()
 	if err != nil {
-		t.Fatalf("hack/dev-cluster.sh up under load: %v after %s\n%s", err, upTime.Round(100*time.Millisecond), out)
+		t.Fatalf("devcluster up under load: %v after %s\n%s", err, upTime.Round(100*time.Millisecond), out)
 	}
 	t.Logf("up in %s with %d CPU hogs", upTime.Round(100*time.Millisecond), 2*runtime.NumCPU())
 	if !strings.Contains(out, "dev cluster ready: export KUBECONFIG="+kubeconfig) {
@@ -142,7 +142,7 @@ func TestDevClusterUpUnderLoad(t *testing.T) {
 	start = time.Now()
 	down = true
 	if out, err := script("down"); err != nil {
-		t.Fatalf("hack/dev-cluster.sh down: %v\n%s", err, out)
+		t.Fatalf("devcluster down: %v\n%s", err, out)
 	}
 	t.Logf("down in %s", time.Since(start).Round(100*time.Millisecond))
 	for _, p := range append(tree, proc{pid: pid, start: startTime(pid), exe: devcluster}) {
@@ -160,8 +160,15 @@ func TestDevClusterUpUnderLoad(t *testing.T) {
 	}
 }
 
-// devClusterScript runs hack/dev-cluster.sh with its state in dir.
-func devClusterScript(dir, assets, devcluster, crawler string, extraEnv ...string) func(arg string) (string, error) {
+// devCluster runs `devcluster up` and `down` as `make dev-cluster` does,
+// with the state, kubeconfig, binaries and nodes of a test's own.
+type devCluster struct {
+	bin    string   // the devcluster that runs up and down
+	common []string // flags up and down share, so down finds what up made
+	env    []string
+}
+
+func newDevCluster(dir, assets, devcluster string, extraEnv ...string) devCluster {
 	var env []string
 	for _, e := range os.Environ() {
 		// envtest would prefer it to --bin-dir (make test exports it).
@@ -169,23 +176,35 @@ func devClusterScript(dir, assets, devcluster, crawler string, extraEnv ...strin
 			env = append(env, e)
 		}
 	}
-	env = append(env,
-		"REAL_NODE=",
-		"DEV_DIR="+filepath.Join(dir, "dev"),
-		"DEV_KUBECONFIG="+filepath.Join(dir, "kubeconfig"),
-		"K8S_BIN="+assets,
-		"DEVCLUSTER_BIN="+devcluster,
-		"CRAWLER_BIN="+crawler,
-	)
-	env = append(env, extraEnv...)
-	return func(arg string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot, "hack", "dev-cluster.sh"), arg)
-		cmd.Env = env
-		cmd.WaitDelay = 10 * time.Second
-		out, err := cmd.CombinedOutput()
-		return string(out), err
+	return devCluster{
+		bin: devcluster,
+		common: []string{
+			"--dir", filepath.Join(dir, "dev"), "--kubeconfig", filepath.Join(dir, "kubeconfig"),
+			"--bin-dir", assets, "--nodes-dir", filepath.Join(dir, "dev", "nodes"),
+		},
+		env: append(env, extraEnv...),
+	}
+}
+
+// run runs `devcluster VERB` with the shared flags and extra ones.
+func (d devCluster) run(timeout time.Duration, verb string, extra ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, d.bin, append(append([]string{verb}, d.common...), extra...)...)
+	cmd.Env = d.env
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// devClusterScript is up and down of stand-in nodes run by controlPlane (a
+// devcluster, or a stand-in for one).
+func devClusterScript(d devCluster, controlPlane, crawler string, extraUp ...string) func(verb string) (string, error) {
+	return func(verb string) (string, error) {
+		if verb == "up" {
+			return d.run(5*time.Minute, "up", append([]string{"--control-plane-bin", controlPlane, "--crawler", crawler}, extraUp...)...)
+		}
+		return d.run(5*time.Minute, verb)
 	}
 }
 
@@ -211,14 +230,14 @@ func TestDevClusterUpReportsFailures(t *testing.T) {
 		// leaves in the machine's temporary directory.
 		tmp := t.TempDir()
 		// No control-plane binaries: devcluster fails to start etcd.
-		script := devClusterScript(dir, filepath.Join(dir, "no-k8s"), devcluster, "/bin/false", "TMPDIR="+tmp)
+		script := devClusterScript(newDevCluster(dir, filepath.Join(dir, "no-k8s"), devcluster, "TMPDIR="+tmp), devcluster, "/bin/false")
 		start := time.Now()
 		out, err := script("up")
 		if err == nil {
 			t.Fatalf("up succeeded without control-plane binaries:\n%s", out)
 		}
 		t.Logf("failed in %s", time.Since(start).Round(100*time.Millisecond))
-		for _, want := range []string{"dev cluster failed to start (devcluster exited with status 1)", "devcluster: start etcd and kube-apiserver", "no-k8s/etcd"} {
+		for _, want := range []string{"dev cluster failed to start (devcluster: exit status 1)", "devcluster: start etcd and kube-apiserver", "no-k8s/etcd"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
@@ -244,7 +263,7 @@ func TestDevClusterUpReportsFailures(t *testing.T) {
 		if err := os.WriteFile(never, []byte("#!/bin/sh\ntrap 'kill $!; exit 1' TERM\nsleep 601 &\nwait\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		script := devClusterScript(dir, filepath.Join(dir, "no-k8s"), never, "/bin/false", "DEV_CLUSTER_TIMEOUT=3")
+		script := devClusterScript(newDevCluster(dir, filepath.Join(dir, "no-k8s"), devcluster), never, "/bin/false", "--timeout=3s")
 		t.Cleanup(func() { terminateMentioning(never) }) // if up left it running
 		start := time.Now()
 		out, err := script("up")
@@ -252,7 +271,7 @@ func TestDevClusterUpReportsFailures(t *testing.T) {
 		if err == nil {
 			t.Fatalf("up succeeded although devcluster never started:\n%s", out)
 		}
-		if !strings.Contains(out, "dev cluster not ready after 3s (DEV_CLUSTER_TIMEOUT); stopping it") {
+		if !strings.Contains(out, "dev cluster not ready after 3s (--timeout); stopping it") {
 			t.Errorf("output does not say it timed out:\n%s", out)
 		}
 		if took > 30*time.Second {

@@ -37,7 +37,7 @@ import (
 // The real node of `make dev-cluster REAL_NODE=1` (`devcluster nodes`,
 // hack/devcluster/node): a kubelet and containerd that run crawler Pods as
 // containers of the project's image. The test drives it through
-// hack/dev-cluster.sh like a person does, with its own state directory,
+// `devcluster up` like a person does, with its own state directory,
 // node names, bridges and image tag.
 const (
 	rnNamePrefix   = "realnode-e2e"
@@ -57,7 +57,7 @@ const (
 func rnDir() string { return filepath.Join(os.TempDir(), "crawl-operator-e2e-realnode") }
 
 type realNodeCluster struct {
-	env        []string
+	dc         devCluster
 	kubeconfig string
 	kubectl    string
 	client     client.Client
@@ -118,18 +118,12 @@ func startRealNodes(t *testing.T, n int) *realNodeCluster {
 		kubeconfig: filepath.Join(dir, "kubeconfig"),
 		kubectl:    filepath.Join(assets, "kubectl"),
 	}
-	c.env = append(os.Environ(),
-		fmt.Sprintf("REAL_NODE=%d", n),
-		"DEV_DIR="+filepath.Join(dir, "dev"),
-		"DEV_KUBECONFIG="+c.kubeconfig,
-		"K8S_BIN="+assets,
-		"DEVCLUSTER_BIN="+devcluster,
-		"CRAWLER_BIN="+buildBinary(t, "cmd/crawler"),
-		"RN_DIR="+rnDir(),
-		"RN_NAME_PREFIX="+rnNamePrefix,
-		"RN_BRIDGE_PREFIX="+rnBridgePrefix,
-		"RN_IMAGE="+rnImage,
-	)
+	c.dc = newDevCluster(dir, assets, devcluster)
+	c.dc.common = append(c.dc.common[:len(c.dc.common)-1], rnDir()) // --nodes-dir: shared by every run
+	upArgs := []string{
+		"--real-nodes", strconv.Itoa(n), "--crawler", buildBinary(t, "cmd/crawler"),
+		"--name-prefix", rnNamePrefix, "--bridge-prefix", rnBridgePrefix, "--image", rnImage,
+	}
 	// What the machine looks like before: teardown must give it back so.
 	// A run that died before its cleanup is removed first.
 	if out, err := exec.Command(devcluster, "nodes", "down", "--dir", rnDir()).CombinedOutput(); err != nil {
@@ -139,11 +133,11 @@ func startRealNodes(t *testing.T, n int) *realNodeCluster {
 	start := time.Now()
 	t.Cleanup(func() {
 		if !c.downDone {
-			c.script(t, 3*time.Minute, "dev-cluster.sh", "down")
+			c.down(t)
 		}
 	})
-	if out, err := c.scriptErr(5*time.Minute, "dev-cluster.sh", "up"); err != nil {
-		t.Fatalf("hack/dev-cluster.sh up (REAL_NODE=%d): %v\n%s\nkubelet log tail:\n%s", n, err, out, tailFile(filepath.Join(rnDir(), rnNode, "kubelet.log"), 3000))
+	if out, err := c.dc.run(5*time.Minute, "up", upArgs...); err != nil {
+		t.Fatalf("devcluster up --real-nodes %d: %v\n%s\nkubelet log tail:\n%s", n, err, out, tailFile(filepath.Join(rnDir(), rnNode, "kubelet.log"), 3000))
 	}
 	t.Logf("dev cluster with a real node up in %s", time.Since(start).Round(100*time.Millisecond))
 
@@ -188,23 +182,12 @@ metadata:
 `, rnNamespace), "apply", "-f", "-")
 }
 
-func (c *realNodeCluster) scriptErr(timeout time.Duration, script string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(repoRoot, "hack", script)}, args...)...)
-	cmd.Env = c.env
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-func (c *realNodeCluster) script(t *testing.T, timeout time.Duration, script string, args ...string) string {
+// down is make dev-cluster-down.
+func (c *realNodeCluster) down(t *testing.T) {
 	t.Helper()
-	out, err := c.scriptErr(timeout, script, args...)
-	if err != nil {
-		t.Errorf("hack/%s %s: %v\n%s", script, strings.Join(args, " "), err, out)
+	if out, err := c.dc.run(3*time.Minute, "down"); err != nil {
+		t.Errorf("devcluster down: %v\n%s", err, out)
 	}
-	return out
 }
 
 func (c *realNodeCluster) mustKubectl(t *testing.T, stdin string, args ...string) string {
@@ -679,7 +662,7 @@ spec: {domain: "%s", reason: e2e}
 		m.stop(syscall.SIGTERM)
 		start := time.Now()
 		c.downDone = true
-		c.script(t, 3*time.Minute, "dev-cluster.sh", "down")
+		c.down(t)
 		t.Logf("down in %s", time.Since(start).Round(100*time.Millisecond))
 		for _, problem := range c.before.leftovers(t, rnDir(), rnBridge) {
 			t.Error(problem)

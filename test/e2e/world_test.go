@@ -507,7 +507,7 @@ func TestWorldOnTwoEgressNodes(t *testing.T) {
 		if out, err := exec.Command(devcluster, "internet", "down", "--dir", w.dir, "--nodes-dir", rnDir(), "--kubeconfig", c.kubeconfig).CombinedOutput(); err != nil {
 			t.Errorf("internet down: %v\n%s", err, out)
 		}
-		c.script(t, 3*time.Minute, "dev-cluster.sh", "down")
+		c.down(t)
 		for _, problem := range c.before.leftovers(t, rnDir(), rnBridgePrefix+"2") {
 			t.Error(problem)
 		}

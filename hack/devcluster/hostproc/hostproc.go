@@ -122,7 +122,9 @@ func (p Proc) Stop(grace time.Duration) error {
 	deadline := time.Now().Add(grace)
 	killed := false
 	for {
-		if _, ok := p.PID(); !ok {
+		// Gone, not only unrecognisable: an exiting process loses its
+		// environment before its files, so its sockets can outlive PID.
+		if _, ok := p.PID(); !ok && !running(pid) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -135,6 +137,12 @@ func (p Proc) Stop(grace time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return os.Remove(p.PIDFile())
+}
+
+// running says whether pid is a process that has not finished exiting.
+func running(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !bytes.Contains(stat, []byte(") Z "))
 }
 
 // FreePorts returns n loopback ports free at the time of the call, for a
@@ -190,8 +198,7 @@ func readEnviron(pid int) ([]byte, error) {
 		if err != nil || len(b) > 0 {
 			return b, err
 		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil || bytes.Contains(stat, []byte(") Z ")) {
+		if !running(pid) {
 			return nil, errors.New("no process")
 		}
 		time.Sleep(2 * time.Millisecond)

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
@@ -47,11 +47,15 @@ func withInterval(d time.Duration) targetOption {
 }
 
 func withMaxPages(n int32) targetOption {
-	return func(ct *crawlv1.CrawlTarget) { ct.Spec.MaxPages = n }
+	return func(ct *crawlv1.CrawlTarget) { ct.Spec.MaxPages = &n }
+}
+
+func withCrawlPolicy(p crawlv1.CrawlPolicy) targetOption {
+	return func(ct *crawlv1.CrawlTarget) { ct.Spec.CrawlPolicy = p }
 }
 
 func suspended() targetOption {
-	return func(ct *crawlv1.CrawlTarget) { ct.Spec.Suspend = true }
+	return func(ct *crawlv1.CrawlTarget) { ct.Spec.CrawlPolicy = crawlv1.CrawlPolicySuspended }
 }
 
 func createTarget(t *testing.T, ns, name, url string, opts ...targetOption) *crawlv1.CrawlTarget {

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/egress"
 )
@@ -81,7 +81,7 @@ func compactCrawlTarget(in any) (any, error) {
 		shareMeta(&ct.ObjectMeta)
 		st := &ct.Status
 		st.Phase = crawlv1.CrawlPhase(vocabulary.share(string(st.Phase)))
-		st.EgressNode, st.EgressIP = vocabulary.share(st.EgressNode), vocabulary.share(st.EgressIP)
+		st.EgressNodeName, st.EgressIP = vocabulary.share(st.EgressNodeName), vocabulary.share(st.EgressIP)
 		if i := strings.Index(st.Site, st.Host); i >= 0 && st.Host != "" {
 			// The host is part of the site's text.
 			st.Host = st.Site[i : i+len(st.Host)]

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 )
 
 // storedSiteIndex is a SiteIndex of a realistic 20-page site as the API
@@ -24,21 +24,21 @@ func storedSiteIndex(i int) *crawlv1.SiteIndex {
 			Name: fmt.Sprintf("site-%06d", i), Namespace: "sites", UID: "6b1f4c57-3c7e-4f0e-9a55-1f0c2d9e8a11",
 			ResourceVersion: "123456789", Generation: 1, CreationTimestamp: now,
 			ManagedFields: []metav1.ManagedFieldsEntry{
-				{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "crawl.lohisoft.com/v1alpha1", Time: &now,
+				{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "crawl.lohisoft.com/v1beta1", Time: &now,
 					FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:ownerReferences":{".":{},"k:{\"uid\":\"0c4d1a3e-5b6f-4d7e-8f90-a1b2c3d4e5f6\"}":{}}},"f:spec":{".":{},"f:site":{}}}`)}},
-				{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "crawl.lohisoft.com/v1alpha1", Time: &now, Subresource: "status",
-					FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{".":{},"f:complete":{},"f:crawledAt":{},"f:pages":{},"f:robots":{".":{},"f:fetchedAt":{},"f:statusCode":{}},"f:run":{},"f:stats":{".":{},"f:pages":{},"f:skipped":{}}}}`)}},
+				{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "crawl.lohisoft.com/v1beta1", Time: &now, Subresource: "status",
+					FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{".":{},"f:complete":{},"f:crawlTime":{},"f:pages":{},"f:robots":{".":{},"f:fetchTime":{},"f:statusCode":{}},"f:run":{},"f:stats":{".":{},"f:pages":{},"f:skipped":{}}}}`)}},
 			},
 		},
 		Spec: crawlv1.SiteIndexSpec{Site: fmt.Sprintf("https://www.site-%06d.example:443", i)},
-		Status: crawlv1.SiteIndexStatus{Run: fmt.Sprintf("site-%06d-crawl-3", i), Complete: true, CrawledAt: &now,
-			Robots: &crawlv1.RobotsStatus{StatusCode: 200, FetchedAt: &now}, Stats: crawlv1.IndexStats{Pages: 20, Skipped: 3}},
+		Status: crawlv1.SiteIndexStatus{Run: fmt.Sprintf("site-%06d-crawl-3", i), Complete: true, CrawlTime: &now,
+			Robots: &crawlv1.RobotsStatus{StatusCode: 200, FetchTime: &now}, Stats: crawlv1.IndexStats{Pages: 20, Skipped: 3}},
 	}
 	for p := range 20 {
 		fetched := metav1.NewTime(now.Add(time.Duration(p) * time.Second))
 		si.Status.Pages = append(si.Status.Pages, crawlv1.IndexedPage{
 			URL:        fmt.Sprintf("/breads/seasonal-sourdough-loaf-%02d.html", p),
-			StatusCode: 200, Title: fmt.Sprintf("Seasonal sourdough loaf no. %d — Harbour Bakery %d", p, i), FetchedAt: &fetched,
+			StatusCode: 200, Title: fmt.Sprintf("Seasonal sourdough loaf no. %d — Harbour Bakery %d", p, i), FetchTime: &fetched,
 		})
 	}
 	return si
@@ -56,18 +56,18 @@ func appliedCrawlTarget(i int) *crawlv1.CrawlTarget {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: "sites", UID: "0c4d1a3e-5b6f-4d7e-8f90-a1b2c3d4e5f6", ResourceVersion: "123456788", Generation: 1,
 			CreationTimestamp: now,
-			Annotations:       map[string]string{lastApplied: fmt.Sprintf(`{"apiVersion":"crawl.lohisoft.com/v1alpha1","kind":"CrawlTarget","metadata":{"annotations":{},"name":%q,"namespace":"sites"},"spec":{"interval":"168h","url":%q}}`, name, url)},
+			Annotations:       map[string]string{lastApplied: fmt.Sprintf(`{"apiVersion":"crawl.lohisoft.com/v1beta1","kind":"CrawlTarget","metadata":{"annotations":{},"name":%q,"namespace":"sites"},"spec":{"interval":"168h","url":%q}}`, name, url)},
 			ManagedFields: []metav1.ManagedFieldsEntry{
-				{Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "crawl.lohisoft.com/v1alpha1", Time: &now,
+				{Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "crawl.lohisoft.com/v1beta1", Time: &now,
 					FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}}},"f:spec":{".":{},"f:interval":{},"f:url":{}}}`)}},
-				{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "crawl.lohisoft.com/v1alpha1", Time: &now, Subresource: "status",
-					FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{".":{},"f:conditions":{".":{},"k:{\"type\":\"Crawling\"}":{},"k:{\"type\":\"Ready\"}":{},"k:{\"type\":\"Reconciling\"}":{},"k:{\"type\":\"Stalled\"}":{}},"f:egressIP":{},"f:egressNode":{},"f:host":{},"f:lastCrawlTime":{},"f:lastFinishedRun":{},"f:nextCrawlTime":{},"f:observedGeneration":{},"f:pagesIndexed":{},"f:phase":{},"f:runs":{},"f:site":{}}}`)}},
+				{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "crawl.lohisoft.com/v1beta1", Time: &now, Subresource: "status",
+					FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{".":{},"f:conditions":{".":{},"k:{\"type\":\"Crawling\"}":{},"k:{\"type\":\"Ready\"}":{},"k:{\"type\":\"Reconciling\"}":{},"k:{\"type\":\"Stalled\"}":{}},"f:egressIP":{},"f:egressNodeName":{},"f:host":{},"f:lastCrawlTime":{},"f:lastFinishedRun":{},"f:nextCrawlTime":{},"f:observedGeneration":{},"f:pagesIndexed":{},"f:phase":{},"f:runs":{},"f:site":{}}}`)}},
 			},
 		},
 		Spec: crawlv1.CrawlTargetSpec{URL: url},
 		Status: crawlv1.CrawlTargetStatus{
 			Phase: "Succeeded", Site: fmt.Sprintf("https://www.site-%06d.example:443", i), Host: fmt.Sprintf("www.site-%06d.example", i),
-			PagesIndexed: 20, EgressNode: "egress-1", EgressIP: "79.139.58.98", LastCrawlTime: &now, NextCrawlTime: &now, Runs: 3, LastFinishedRun: 3,
+			PagesIndexed: 20, EgressNodeName: "egress-1", EgressIP: "79.139.58.98", LastCrawlTime: &now, NextCrawlTime: &now, Runs: 3, LastFinishedRun: 3,
 			Conditions: []metav1.Condition{
 				cond("Ready", "True", "Crawled", "crawl 3 indexed 20 pages"),
 				cond("Reconciling", "False", "Crawled", "crawl 3 indexed 20 pages"),
@@ -108,7 +108,7 @@ func ownedSiteIndex(i int) *crawlv1.SiteIndex {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("site-%06d", i), Namespace: "sites", UID: "6b1f4c57-3c7e-4f0e-9a55-1f0c2d9e8a11",
 			ResourceVersion: "123456789", Generation: 1, CreationTimestamp: metav1.NewTime(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)),
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "crawl.lohisoft.com/v1alpha1", Kind: "CrawlTarget",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "crawl.lohisoft.com/v1beta1", Kind: "CrawlTarget",
 				Name: fmt.Sprintf("site-%06d", i), UID: "0c4d1a3e-5b6f-4d7e-8f90-a1b2c3d4e5f6", Controller: &yes, BlockOwnerDeletion: &yes}},
 		},
 		Spec: crawlv1.SiteIndexSpec{Site: fmt.Sprintf("https://www.site-%06d.example:443", i)},
@@ -210,7 +210,7 @@ func TestCacheTransformsDropTexts(t *testing.T) {
 		t.Errorf("cached SiteIndex keeps labels %v, annotations %v", got.Labels, got.Annotations)
 	}
 	ct := &crawlv1.CrawlTarget{ObjectMeta: metav1.ObjectMeta{Labels: toolLabels(), Annotations: map[string]string{
-		lastApplied: `{"apiVersion":"crawl.lohisoft.com/v1alpha1","kind":"CrawlTarget"}`, crawlv1.RequestedAtAnnotation: "now"}}}
+		lastApplied: `{"apiVersion":"crawl.lohisoft.com/v1beta1","kind":"CrawlTarget"}`, crawlv1.RequestedAtAnnotation: "now"}}}
 	out, _ = compactCrawlTarget(ct)
 	if a := out.(*crawlv1.CrawlTarget).Annotations; a[lastApplied] != "" || a[crawlv1.RequestedAtAnnotation] != "now" {
 		t.Errorf("cached CrawlTarget annotations = %v", a)

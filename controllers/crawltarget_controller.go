@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/controllers/crawlqueue"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
@@ -319,8 +319,8 @@ func (r *CrawlTargetReconciler) ensureSiteIndex(ctx context.Context, s *targetSc
 			return false, err
 		}
 		forgetCrawls(&s.ct.Status)
-		s.ct.Status.RetryAfter = nil
-		s.ct.Status.EgressNode, s.ct.Status.EgressIP = "", ""
+		s.ct.Status.RetryAfterTime = nil
+		s.ct.Status.EgressNodeName, s.ct.Status.EgressIP = "", ""
 	}
 	s.index = si
 	return false, nil
@@ -342,7 +342,7 @@ func (r *CrawlTargetReconciler) enforceExclusion(ctx context.Context, s *targetS
 	// gone: once the exclusion is lifted the site is crawled afresh.
 	forgetCrawls(&s.ct.Status)
 	s.verdict.block = reason{crawlv1.ReasonExcluded,
-		fmt.Sprintf("domain %s is excluded by Exclusion %s: %s", ex.Spec.Domain, ex.Name, ex.Spec.Reason)}
+		fmt.Sprintf("domain %s is excluded by Exclusion %s: %s", ex.Spec.Domain, ex.Name, ex.Spec.Description)}
 	return true, nil
 }
 
@@ -550,15 +550,15 @@ func (r *CrawlTargetReconciler) recordSuccess(ctx context.Context, s *targetScop
 	r.noteEgressVerified(ctx, s, run, started)
 	idx := s.index
 	st := &s.ct.Status
-	st.RetryAfter = idx.Status.RetryAfter
+	st.RetryAfterTime = idx.Status.RetryAfterTime
 	pages := idx.Status.Stats.Pages
 	if pages == 0 && idx.Status.Refused != "" {
 		r.recordStall(s, finished, causeAddressRefused, reason{crawlv1.ReasonAddressRefused,
 			fmt.Sprintf("crawl %d refused the site: %s; not retried until spec changes or a crawl is requested", st.Runs, idx.Status.Refused)})
 		return nil
 	}
-	if pages == 0 && idx.Status.RetryAfter != nil {
-		r.recordFailure(s, finished, causeBackedOff, fmt.Sprintf("site asked the bot to back off until %s", idx.Status.RetryAfter.UTC().Format(time.RFC3339)), run)
+	if pages == 0 && idx.Status.RetryAfterTime != nil {
+		r.recordFailure(s, finished, causeBackedOff, fmt.Sprintf("site asked the bot to back off until %s", idx.Status.RetryAfterTime.UTC().Format(time.RFC3339)), run)
 		return nil
 	}
 	st.PagesIndexed = pages
@@ -582,8 +582,8 @@ func (r *CrawlTargetReconciler) recordFailure(s *targetScope, at time.Time, caus
 	st := &s.ct.Status
 	st.ConsecutiveFailures++
 	st.LastFailureTime = &metav1.Time{Time: at}
-	if s.index != nil && podName != "" && s.index.Status.Run == podName && s.index.Status.RetryAfter != nil {
-		st.RetryAfter = s.index.Status.RetryAfter
+	if s.index != nil && podName != "" && s.index.Status.Run == podName && s.index.Status.RetryAfterTime != nil {
+		st.RetryAfterTime = s.index.Status.RetryAfterTime
 	}
 	s.failure = why
 	runs, failures := st.Runs, st.ConsecutiveFailures
@@ -667,7 +667,7 @@ func (r *CrawlTargetReconciler) startCrawl(ctx context.Context, s *targetScope) 
 		Due:    dueSince(s.ct, next),
 		Host:   crawlpod.HostHash(s.site.Host),
 		Site:   s.site.String(),
-		Node:   s.ct.Status.EgressNode,
+		Node:   s.ct.Status.EgressNodeName,
 	}, pod, s.ct.UID, nodes)
 	if d.Wait != 0 {
 		s.queued = true
@@ -791,7 +791,7 @@ func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, n
 // node and the crawl request it answers.
 func adoptRun(st *crawlv1.CrawlTargetStatus, pod *corev1.Pod) {
 	st.Runs = crawlpod.RunNumber(pod)
-	st.EgressNode = pod.Annotations[crawlpod.AnnotationEgressNode]
+	st.EgressNodeName = pod.Annotations[crawlpod.AnnotationEgressNode]
 	st.EgressIP = pod.Annotations[crawlpod.AnnotationEgressIP]
 	if v := pod.Annotations[crawlpod.AnnotationRequestedAt]; v != "" {
 		st.LastHandledRequestedAt = v

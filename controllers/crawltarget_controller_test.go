@@ -12,11 +12,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/egress"
@@ -52,7 +53,7 @@ func TestTargetGetsSiteIndexAndPinnedPod(t *testing.T) {
 	if terms[0].MatchFields[0].Values[0] != "egress-pin-a" {
 		t.Errorf("pod not pinned to egress-pin-a: %+v", terms)
 	}
-	if got.Status.EgressNode != "egress-pin-a" || got.Status.EgressIP != "79.139.58.98" || got.Status.Phase != crawlv1.PhaseRunning {
+	if got.Status.EgressNodeName != "egress-pin-a" || got.Status.EgressIP != "79.139.58.98" || got.Status.Phase != crawlv1.PhaseRunning {
 		t.Errorf("status = %+v", got.Status)
 	}
 	if !strings.Contains(strings.Join(pod.Spec.Containers[0].Args, " "), "--max-pages=7") {
@@ -155,8 +156,8 @@ func TestSuccessfulCrawlUpdatesStatusAndIndex(t *testing.T) {
 	if len(si.Status.Pages) != 5 || si.Status.Progress == nil || si.Status.Progress.Pages != 1 {
 		t.Errorf("recrawl progress replaced the index: %d pages, progress %+v", len(si.Status.Pages), si.Status.Progress)
 	}
-	if got.Status.EgressNode != "egress-ok" {
-		t.Errorf("site moved nodes: %s", got.Status.EgressNode)
+	if got.Status.EgressNodeName != "egress-ok" {
+		t.Errorf("site moved nodes: %s", got.Status.EgressNodeName)
 	}
 }
 
@@ -438,7 +439,7 @@ func TestRequestedAtAnnotationTriggersOneCrawl(t *testing.T) {
 	poke(t, ct)
 	podCountStays(t, ct, 2, time.Second, "the same request value does not crawl again")
 	got := getTarget(t, ct)
-	if fmt.Sprint(got.Spec) != fmt.Sprint(specBefore) || got.Generation != 1 {
+	if !equality.Semantic.DeepEqual(got.Spec, specBefore) || got.Generation != 1 {
 		t.Errorf("spec mutated: generation %d, %+v", got.Generation, got.Spec)
 	}
 }
@@ -452,7 +453,7 @@ func TestSuspendStopsNewCrawls(t *testing.T) {
 	patchAnnotation(t, ct, crawlv1.RequestedAtAnnotation, "x")
 	podCountStays(t, ct, 0, time.Second, "no crawl while suspended")
 	got := getTarget(t, ct)
-	got.Spec.Suspend = false
+	got.Spec.CrawlPolicy = crawlv1.CrawlPolicyScheduled
 	if err := k8s.Update(context.Background(), got); err != nil {
 		t.Fatal(err)
 	}
@@ -574,14 +575,14 @@ func TestLostStatusAdoptsTheRunningPod(t *testing.T) {
 	op.Stop()
 	// Forget the run, as if the status patch had never landed.
 	lost := getTarget(t, ct)
-	lost.Status.Runs, lost.Status.EgressNode, lost.Status.EgressIP = 0, "", ""
+	lost.Status.Runs, lost.Status.EgressNodeName, lost.Status.EgressIP = 0, "", ""
 	if err := k8s.Status().Update(context.Background(), lost); err != nil {
 		t.Fatal(err)
 	}
 	op2 := startOperator(t, operatorOptions{})
 	eventually(t, "run adopted", func() error {
-		if st := getTarget(t, ct).Status; st.Runs != 1 || st.EgressNode != "egress-adopt" {
-			return fmt.Errorf("runs = %d, node = %q", st.Runs, st.EgressNode)
+		if st := getTarget(t, ct).Status; st.Runs != 1 || st.EgressNodeName != "egress-adopt" {
+			return fmt.Errorf("runs = %d, node = %q", st.Runs, st.EgressNodeName)
 		}
 		return nil
 	})
@@ -674,7 +675,7 @@ func TestFinishedRunWithLostStatusIsAdopted(t *testing.T) {
 	// recorded: as if the status patch after creating it had not landed.
 	setPodPhase(t, pod, corev1.PodSucceeded, 0)
 	lost := getTarget(t, ct)
-	lost.Status.Runs, lost.Status.EgressNode, lost.Status.EgressIP = 0, "", ""
+	lost.Status.Runs, lost.Status.EgressNodeName, lost.Status.EgressIP = 0, "", ""
 	if err := k8s.Status().Update(context.Background(), lost); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 )
 
 // rendered is the part of a CrawlTarget's status a reconcile derives from
@@ -35,7 +35,7 @@ func render(before *crawlv1.CrawlTarget, s *targetScope) rendered {
 	switch st := &s.ct.Status; {
 	case s.active != nil:
 		out.crawling, out.crawlingStatus = reason{crawlv1.ReasonCrawling,
-			fmt.Sprintf("crawl %d runs in Pod %s on %s (%s)", st.Runs, s.active.Name, st.EgressNode, st.EgressIP)}, metav1.ConditionTrue
+			fmt.Sprintf("crawl %d runs in Pod %s on %s (%s)", st.Runs, s.active.Name, st.EgressNodeName, st.EgressIP)}, metav1.ConditionTrue
 	case s.verdict.wait.set():
 		out.crawling = s.verdict.wait
 	}
@@ -94,10 +94,12 @@ func readiness(before *crawlv1.CrawlTarget, s *targetScope) (ready, stalled, rec
 			msg += "; recrawl running"
 		case s.verdict.wait.set():
 			msg += "; recrawl waiting: " + s.verdict.wait.Message
-		case s.ct.Spec.Suspend:
+		case s.ct.Spec.CrawlPolicyOrDefault() == crawlv1.CrawlPolicySuspended:
 			msg += "; suspended"
 		case st.NextCrawlTime != nil:
 			msg += "; next crawl at " + st.NextCrawlTime.UTC().Format(time.RFC3339)
+		case s.ct.Spec.CrawlPolicyOrDefault() == crawlv1.CrawlPolicyOnRequest:
+			msg += "; next crawl on request"
 		}
 		return reason{crawlv1.ReasonCrawled, msg}, reason{}, reason{}
 	case s.active != nil:
@@ -120,8 +122,10 @@ func readiness(before *crawlv1.CrawlTarget, s *targetScope) (ready, stalled, rec
 			retry = "retry at " + st.NextCrawlTime.UTC().Format(time.RFC3339)
 		}
 		return reason{crawlv1.ReasonCrawlFailed, msg}, reason{}, reason{crawlv1.ReasonCrawlFailed, retry + " (" + fmt.Sprint(st.ConsecutiveFailures) + " failures in a row)"}
-	case s.ct.Spec.Suspend:
+	case s.ct.Spec.CrawlPolicyOrDefault() == crawlv1.CrawlPolicySuspended:
 		return reason{crawlv1.ReasonSuspended, "suspended before its first crawl"}, reason{}, reason{}
+	case s.ct.Spec.CrawlPolicyOrDefault() == crawlv1.CrawlPolicyOnRequest && st.NextCrawlTime == nil:
+		return reason{crawlv1.ReasonAwaitingRequest, "crawlPolicy is OnRequest and no crawl was requested yet (annotation " + crawlv1.RequestedAtAnnotation + ")"}, reason{}, reason{}
 	default:
 		r := reason{crawlv1.ReasonPending, "waiting for the first crawl"}
 		return r, reason{}, r

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 )
 
 var (
@@ -31,10 +31,10 @@ func succeeded(s *targetScope) {
 }
 func scheduled(s *targetScope) { s.ct.Status.NextCrawlTime = &metav1.Time{Time: nextAt} }
 func running(s *targetScope) {
-	s.ct.Status.Runs, s.ct.Status.EgressNode, s.ct.Status.EgressIP = 2, "egress-a", "79.139.58.98"
+	s.ct.Status.Runs, s.ct.Status.EgressNodeName, s.ct.Status.EgressIP = 2, "egress-a", "79.139.58.98"
 	s.active = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "shop-crawl-2"}}
 }
-func suspendedSpec(s *targetScope) { s.ct.Spec.Suspend = true }
+func suspendedSpec(s *targetScope) { s.ct.Spec.CrawlPolicy = crawlv1.CrawlPolicySuspended }
 func failedNow(s *targetScope) {
 	s.ct.Status.Runs, s.ct.Status.ConsecutiveFailures = 3, 2
 	s.failure = "crawler Pod failed: OOMKilled"
@@ -179,8 +179,8 @@ func TestStatusOnAFailedStep(t *testing.T) {
 	if c := meta.FindStatusCondition(st.Conditions, crawlv1.ConditionCrawling); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Crawling = %+v: a failed step overwrote the running crawl", c)
 	}
-	if st.Phase != crawlv1.PhaseRunning || st.Runs != 2 || st.EgressNode != "egress-a" {
-		t.Errorf("phase %s, runs %d, node %q: the last observed run state is lost", st.Phase, st.Runs, st.EgressNode)
+	if st.Phase != crawlv1.PhaseRunning || st.Runs != 2 || st.EgressNodeName != "egress-a" {
+		t.Errorf("phase %s, runs %d, node %q: the last observed run state is lost", st.Phase, st.Runs, st.EgressNodeName)
 	}
 	if st.ObservedGeneration != observed.Status.ObservedGeneration {
 		t.Errorf("observedGeneration = %d, want %d: generation 3 was not reconciled", st.ObservedGeneration, observed.Status.ObservedGeneration)

@@ -60,10 +60,10 @@ func (r *CrawlTargetReconciler) noteEgressVerified(ctx context.Context, s *targe
 	if ip == "" || s.index.Status.Run != run || ip != st.EgressIP || started.IsZero() {
 		return
 	}
-	if !r.Quarantine.Verified(st.EgressNode, run, ip, started) {
+	if !r.Quarantine.Verified(st.EgressNodeName, run, ip, started) {
 		return
 	}
-	regarding, node := r.nodeObject(ctx, st.EgressNode), st.EgressNode
+	regarding, node := r.nodeObject(ctx, st.EgressNodeName), st.EgressNodeName
 	s.onCommit(func() {
 		r.Recorder.Eventf(regarding, nil, corev1.EventTypeNormal, ReasonEgressAddressVerified, "Quarantine",
 			"crawl %s/%s verified that sites see %s, the published address: %s takes crawls again", s.ct.Namespace, run, ip, node)

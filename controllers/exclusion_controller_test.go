@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
 
@@ -21,7 +21,7 @@ func createExclusion(t *testing.T, name, domain string) *crawlv1.Exclusion {
 	t.Helper()
 	ex := &crawlv1.Exclusion{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       crawlv1.ExclusionSpec{Domain: domain, Reason: "site owner asked by email", RequestedBy: "owner@" + domain},
+		Spec:       crawlv1.ExclusionSpec{Domain: domain, Description: "site owner asked by email", RequestedBy: "owner@" + domain},
 	}
 	if err := k8s.Create(context.Background(), ex); err != nil {
 		t.Fatal(err)

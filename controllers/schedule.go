@@ -3,7 +3,7 @@ package controllers
 import (
 	"time"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 )
 
 const (
@@ -47,21 +47,31 @@ func crawlRequested(ct *crawlv1.CrawlTarget) (string, bool) {
 }
 
 // crawlDue decides whether a crawl should start now and, if not, when to
-// look again (zero when only an outside change can make it due).
+// look again (zero when only an outside change can make it due). With
+// crawlPolicy OnRequest the schedule is off, but a failed crawl is still
+// retried after its backoff: what was asked for has not been done.
 func crawlDue(ct *crawlv1.CrawlTarget, now time.Time) (due bool, next time.Time) {
-	if ct.Spec.Suspend {
+	policy := ct.Spec.CrawlPolicyOrDefault()
+	st := &ct.Status
+	_, requested := crawlRequested(ct)
+	switch {
+	case policy == crawlv1.CrawlPolicySuspended:
 		return false, time.Time{}
-	}
-	next = nextCrawlTime(&ct.Status, ct.Spec.IntervalOrDefault())
-	if _, requested := crawlRequested(ct); requested {
-		next = laterRetryAfter(time.Time{}, &ct.Status)
+	case requested:
+		next = laterRetryAfter(time.Time{}, st)
+	case policy == crawlv1.CrawlPolicyScheduled:
+		next = nextCrawlTime(st, ct.Spec.IntervalOrDefault())
+	case st.ConsecutiveFailures > 0 && st.LastFailureTime != nil:
+		next = laterRetryAfter(st.LastFailureTime.Add(retryBackoff(st.ConsecutiveFailures, ct.Spec.IntervalOrDefault())), st)
+	default:
+		return false, time.Time{}
 	}
 	return !now.Before(next), next
 }
 
 func laterRetryAfter(t time.Time, st *crawlv1.CrawlTargetStatus) time.Time {
-	if st.RetryAfter != nil && st.RetryAfter.After(t) {
-		return st.RetryAfter.Time
+	if st.RetryAfterTime != nil && st.RetryAfterTime.After(t) {
+		return st.RetryAfterTime.Time
 	}
 	return t
 }

@@ -6,7 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 )
 
 func TestRetryBackoff(t *testing.T) {
@@ -69,7 +69,7 @@ func TestCrawlDue(t *testing.T) {
 		{
 			name: "retry-after wins over the schedule",
 			ct: crawlv1.CrawlTarget{Spec: crawlv1.CrawlTargetSpec{Interval: hour}, Status: crawlv1.CrawlTargetStatus{
-				LastCrawlTime: at(-2 * time.Hour), RetryAfter: at(10 * time.Minute)}},
+				LastCrawlTime: at(-2 * time.Hour), RetryAfterTime: at(10 * time.Minute)}},
 			wantNext: now.Add(10 * time.Minute),
 		},
 		{
@@ -92,14 +92,46 @@ func TestCrawlDue(t *testing.T) {
 			name: "requested crawl still honours retry-after",
 			ct: crawlv1.CrawlTarget{
 				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{crawlv1.RequestedAtAnnotation: "now"}},
-				Status:     crawlv1.CrawlTargetStatus{RetryAfter: at(5 * time.Minute)}},
+				Status:     crawlv1.CrawlTargetStatus{RetryAfterTime: at(5 * time.Minute)}},
 			wantNext: now.Add(5 * time.Minute),
 		},
 		{
 			name: "suspended",
 			ct: crawlv1.CrawlTarget{
 				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{crawlv1.RequestedAtAnnotation: "now"}},
-				Spec:       crawlv1.CrawlTargetSpec{Suspend: true}},
+				Spec:       crawlv1.CrawlTargetSpec{CrawlPolicy: crawlv1.CrawlPolicySuspended}},
+		},
+		{
+			name: "a policy this manager does not know crawls nothing",
+			ct: crawlv1.CrawlTarget{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{crawlv1.RequestedAtAnnotation: "now"}},
+				Spec:       crawlv1.CrawlTargetSpec{CrawlPolicy: "Hourly"}},
+		},
+		{
+			name: "on request: never crawled, not requested",
+			ct:   crawlv1.CrawlTarget{Spec: crawlv1.CrawlTargetSpec{CrawlPolicy: crawlv1.CrawlPolicyOnRequest}},
+		},
+		{
+			name: "on request: no schedule after a crawl",
+			ct: crawlv1.CrawlTarget{Spec: crawlv1.CrawlTargetSpec{Interval: hour, CrawlPolicy: crawlv1.CrawlPolicyOnRequest},
+				Status: crawlv1.CrawlTargetStatus{LastCrawlTime: at(-2 * time.Hour)}},
+		},
+		{
+			name: "on request: requested",
+			ct: crawlv1.CrawlTarget{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{crawlv1.RequestedAtAnnotation: "2"}},
+				Spec:       crawlv1.CrawlTargetSpec{CrawlPolicy: crawlv1.CrawlPolicyOnRequest},
+				Status:     crawlv1.CrawlTargetStatus{LastCrawlTime: at(-time.Minute), LastHandledRequestedAt: "1"}},
+			wantDue: true,
+		},
+		{
+			name: "on request: a failed requested crawl backs off and is retried",
+			ct: crawlv1.CrawlTarget{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{crawlv1.RequestedAtAnnotation: "1"}},
+				Spec:       crawlv1.CrawlTargetSpec{Interval: hour, CrawlPolicy: crawlv1.CrawlPolicyOnRequest},
+				Status: crawlv1.CrawlTargetStatus{LastHandledRequestedAt: "1",
+					ConsecutiveFailures: 2, LastFailureTime: at(-time.Minute)}},
+			wantNext: now.Add(time.Minute),
 		},
 	}
 	for _, tt := range tests {

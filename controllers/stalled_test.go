@@ -12,9 +12,10 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/crawler/fetch"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
@@ -101,7 +102,7 @@ func TestCrawlFailingOnUnchangeableInputStalls(t *testing.T) {
 	// 3. A spec change lifts the stall: the back-off has long passed, so
 	// the next crawl starts at once.
 	fresh := getTarget(t, ct)
-	fresh.Spec.MaxPages = 5
+	fresh.Spec.MaxPages = ptr.To[int32](5)
 	if err := k8s.Update(context.Background(), fresh); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,7 +77,7 @@ func clearIndexLocked(ctx context.Context, c client.Client, si *crawlv1.SiteInde
 // indexEmpty reports whether a SiteIndex records no crawl. It reads only
 // what the manager's cache keeps of a SiteIndex (CacheOptions).
 func indexEmpty(si *crawlv1.SiteIndex) bool {
-	return si.Status.Run == "" && si.Status.CrawledAt == nil && si.Status.Stats.Pages == 0
+	return si.Status.Run == "" && si.Status.CrawlTime == nil && si.Status.Stats.Pages == 0
 }
 
 // clearPatch removes the whole status, only at resourceVersion when one is

@@ -7,9 +7,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 )
 
 // The real API server must refuse bad manifests at apply time, with a
@@ -26,8 +27,8 @@ func TestAPIServerRejectsBadCrawlTargets(t *testing.T) {
 		field string
 		msg   string
 	}{
-		{"maxPages above the promise", crawlv1.CrawlTargetSpec{URL: "https://example.com/", MaxPages: 21}, "spec.maxPages", "less than or equal to 20"},
-		{"negative maxPages", crawlv1.CrawlTargetSpec{URL: "https://example.com/", MaxPages: -1}, "spec.maxPages", "greater than or equal to 1"},
+		{"maxPages above the promise", crawlv1.CrawlTargetSpec{URL: "https://example.com/", MaxPages: ptr.To[int32](21)}, "spec.maxPages", "less than or equal to 20"},
+		{"negative maxPages", crawlv1.CrawlTargetSpec{URL: "https://example.com/", MaxPages: ptr.To[int32](-1)}, "spec.maxPages", "greater than or equal to 1"},
 		{"ftp scheme", crawlv1.CrawlTargetSpec{URL: "ftp://example.com/"}, "spec.url", "http or https"},
 		{"IPv6 literal", crawlv1.CrawlTargetSpec{URL: "http://[::1]/"}, "spec.url", "IPv6"},
 		{"IPv6 literal with port", crawlv1.CrawlTargetSpec{URL: "https://[2001:db8::1]:8443/x"}, "spec.url", "IPv6"},
@@ -70,7 +71,7 @@ func TestAPIServerAcceptsAndDefaultsCrawlTargets(t *testing.T) {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ct), got); err != nil {
 			t.Fatal(err)
 		}
-		if got.Spec.MaxPages != 20 || got.Spec.Interval.Duration != 168*time.Hour || got.Spec.Delay.Duration != time.Second {
+		if got.Spec.MaxPages == nil || *got.Spec.MaxPages != 20 || got.Spec.Interval.Duration != 168*time.Hour || got.Spec.Delay.Duration != time.Second {
 			t.Errorf("defaults not applied: %+v", got.Spec)
 		}
 	}
@@ -82,10 +83,10 @@ func TestAPIServerRejectsBadExclusions(t *testing.T) {
 		spec  crawlv1.ExclusionSpec
 		field string
 	}{
-		{"scheme in domain", crawlv1.ExclusionSpec{Domain: "https://example.com", Reason: "owner asked"}, "spec.domain"},
-		{"upper case", crawlv1.ExclusionSpec{Domain: "Example.com", Reason: "owner asked"}, "spec.domain"},
-		{"wildcard", crawlv1.ExclusionSpec{Domain: "*.example.com", Reason: "owner asked"}, "spec.domain"},
-		{"missing reason", crawlv1.ExclusionSpec{Domain: "example.com"}, "spec.reason"},
+		{"scheme in domain", crawlv1.ExclusionSpec{Domain: "https://example.com", Description: "owner asked"}, "spec.domain"},
+		{"upper case", crawlv1.ExclusionSpec{Domain: "Example.com", Description: "owner asked"}, "spec.domain"},
+		{"wildcard", crawlv1.ExclusionSpec{Domain: "*.example.com", Description: "owner asked"}, "spec.domain"},
+		{"missing description", crawlv1.ExclusionSpec{Domain: "example.com"}, "spec.description"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -69,7 +69,7 @@ $KUBECTL get pods -n default -o wide
 
 step "Which pages were indexed: the SiteIndex's compact record (url relative to spec.site, status, title, fetched at)"
 $KUBECTL get siteindex harbour-bakery -n default \
-	-o jsonpath='{.spec.site}{"\n"}{range .status.pages[*]}{"  "}{.url}{"  "}{.statusCode}{"  "}{.title}{"  "}{.fetchedAt}{"\n"}{end}'
+	-o jsonpath='{.spec.site}{"\n"}{range .status.pages[*]}{"  "}{.url}{"  "}{.statusCode}{"  "}{.title}{"  "}{.fetchTime}{"\n"}{end}'
 
 step "Everything the bot kept of each page (description, h1-h3, inbound anchors): the index backend, curl 'http://$INDEX/api/v1/sites/${SITE%:*}/pages'"
 curl -fsS "http://$INDEX/api/v1/sites/${SITE%:*}/pages"
@@ -100,10 +100,10 @@ The cluster, the manager and the sample site keep running. Next:
   open http://$INDEX/sites in a browser: the crawl dashboard, and each site's pages
   export KUBECONFIG=$KUBECONFIG
   bin/k8s/kubectl get crawltargets,siteindexes,pods -A
-  bin/k8s/kubectl get si harbour-bakery -o yaml      # which pages were indexed (url, title, statusCode, fetchedAt)
+  bin/k8s/kubectl get si harbour-bakery -o yaml      # which pages were indexed (url, title, statusCode, fetchTime)
   curl http://$INDEX/api/v1/sites/${SITE%:*}/pages   # everything kept of them: description, headings, link texts
   bin/k8s/kubectl annotate crawltarget harbour-bakery crawl.lohisoft.com/requested-at="\$(date -Is)" --overwrite   # crawl again now
-  bin/k8s/kubectl apply -f config/samples/crawl_v1alpha1_exclusion.yaml                                             # an Exclusion
+  bin/k8s/kubectl apply -f config/samples/crawl_v1beta1_exclusion.yaml                                              # an Exclusion
   curl 'http://$INDEX/api/v1/search?q=cinnamon'      curl http://$INDEX/bot      curl http://$INDEX/bot/ips.json
   logs: $DEV/manager.log, $DEV/samplesite.log, $pod_logs
   make dev-cluster-down    # stop everything

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 	"github.com/lohisoft/crawl-operator/index"
 	"github.com/lohisoft/crawl-operator/index/searchapi"
@@ -292,7 +292,7 @@ func TestSearchAndExclusionThroughTheAPI(t *testing.T) {
 		return nil
 	})
 
-	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "ex-"}, Spec: crawlv1.ExclusionSpec{Domain: domain, Reason: "asked by email"}}
+	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "ex-"}, Spec: crawlv1.ExclusionSpec{Domain: domain, Description: "asked by email"}}
 	if err := k8s.Create(ctx, ex); err != nil {
 		t.Fatal(err)
 	}

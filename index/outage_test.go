@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/index/searchapi"
 	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
@@ -276,7 +276,7 @@ func TestBackendOutageCatchUp(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "added"}, si); err != nil || si.Status.Run != "" {
 		t.Errorf("a refused report changed the SiteIndex: %+v (%v)", si.Status, err)
 	}
-	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "outage-"}, Spec: crawlv1.ExclusionSpec{Domain: domain, Reason: "asked by email"}}
+	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "outage-"}, Spec: crawlv1.ExclusionSpec{Domain: domain, Description: "asked by email"}}
 	if err := k8s.Create(ctx, ex); err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,26 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 )
 
-// TestMarkersMatchLimits checks the generated CRDs against the limits of
-// package runreport: kubebuilder markers can only hold literals, so this is
-// what keeps the API server's validation, the crawler's caps and the
-// results endpoint on one set of numbers.
+// TestMarkersMatchLimits checks the generated CRDs, every version of them,
+// against the limits of package runreport: kubebuilder markers can only
+// hold literals, so this is what keeps the API server's validation, the
+// crawler's caps and the results endpoint on one set of numbers.
 func TestMarkersMatchLimits(t *testing.T) {
-	si := schemaOf(t, "crawl.lohisoft.com_siteindexes.yaml")
-	ct := schemaOf(t, "crawl.lohisoft.com_crawltargets.yaml")
+	sis := schemasOf(t, "crawl.lohisoft.com_siteindexes.yaml")
+	cts := schemasOf(t, "crawl.lohisoft.com_crawltargets.yaml")
+	if len(sis) != len(cts) {
+		t.Fatalf("the CRDs serve %d and %d versions", len(cts), len(sis))
+	}
+	for version, si := range sis {
+		ct, ok := cts[version]
+		if !ok {
+			t.Fatalf("CrawlTarget has no version %s", version)
+		}
+		t.Run(version, func(t *testing.T) { markersMatchLimits(t, ct, si) })
+	}
+}
+
+func markersMatchLimits(t *testing.T, ct, si *apiextensionsv1.JSONSchemaProps) {
 	cases := []struct {
 		schema *apiextensionsv1.JSONSchemaProps
 		path   string
@@ -58,7 +71,8 @@ func deref(p *int64) any {
 	return *p
 }
 
-func schemaOf(t *testing.T, file string) *apiextensionsv1.JSONSchemaProps {
+// schemasOf returns the schema of each version of the CRD in file.
+func schemasOf(t *testing.T, file string) map[string]*apiextensionsv1.JSONSchemaProps {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bases", file))
 	if err != nil {
@@ -68,7 +82,11 @@ func schemaOf(t *testing.T, file string) *apiextensionsv1.JSONSchemaProps {
 	if err := yaml.Unmarshal(b, &crd); err != nil {
 		t.Fatal(err)
 	}
-	return crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	out := map[string]*apiextensionsv1.JSONSchemaProps{}
+	for _, v := range crd.Spec.Versions {
+		out[v.Name] = v.Schema.OpenAPIV3Schema
+	}
+	return out
 }
 
 // walk follows a dotted path; "[]" steps into an array's items.

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 
@@ -200,7 +200,7 @@ func TestManagerRunsWithoutItsIndexBackend(t *testing.T) {
 		rule.To[0].NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != "crawl-system" {
 		t.Errorf("results rule %+v: want port %s in crawl-system", rule, port)
 	}
-	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "mgr-"}, Spec: crawlv1.ExclusionSpec{Domain: "doomed.example", Reason: "asked by email"}}
+	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "mgr-"}, Spec: crawlv1.ExclusionSpec{Domain: "doomed.example", Description: "asked by email"}}
 	if err := k8s.Create(ctx, ex); err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,9 @@ import (
 // The limits of the crawl document. They are defined here, once, because
 // three parties must agree on them: the crawler caps what it puts into the
 // document, the manager's results endpoint refuses reports that exceed them,
-// and the SiteIndex types (api/v1alpha1) validate with them. A test in
-// api/v1alpha1 checks that the CRD's maxLength/maxItems match.
+// and the SiteIndex types (api/v1beta1, api/v1alpha1) validate with them. A
+// test in api/v1alpha1 checks that every CRD version's maxLength/maxItems
+// match.
 const (
 	// MaxPages is the published crawl budget: at most 20 page requests
 	// per site per crawl.

@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
@@ -35,7 +35,7 @@ type Target struct {
 func TargetOf(ct *crawlv1.CrawlTarget) Target {
 	t := Target{
 		Namespace: ct.Namespace, Name: ct.Name, Site: ct.Status.Site,
-		Phase: string(ct.Status.Phase), Suspended: ct.Spec.Suspend,
+		Phase: string(ct.Status.Phase), Suspended: ct.Spec.CrawlPolicyOrDefault() == crawlv1.CrawlPolicySuspended,
 	}
 	if t.Site == "" {
 		if s, err := site.Parse(ct.Spec.URL); err == nil {

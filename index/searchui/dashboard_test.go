@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/index/store"
 )
 
@@ -20,7 +20,7 @@ var (
 func TestTargetOf(t *testing.T) {
 	ct := &crawlv1.CrawlTarget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "bakery"},
-		Spec:       crawlv1.CrawlTargetSpec{URL: "https://bakery.example/", Suspend: true},
+		Spec:       crawlv1.CrawlTargetSpec{URL: "https://bakery.example/", CrawlPolicy: crawlv1.CrawlPolicySuspended},
 		Status: crawlv1.CrawlTargetStatus{
 			Phase: crawlv1.PhaseSucceeded, Site: "https://bakery.example",
 			LastCrawlTime: &metav1.Time{Time: t0}, NextCrawlTime: &metav1.Time{Time: t2},

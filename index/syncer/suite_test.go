@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/controllers"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/index/store/postgres"
@@ -156,10 +156,10 @@ func tryDeliver(m *manager, si *crawlv1.SiteIndex, titles map[string]string) err
 	}
 	run := fmt.Sprintf("%s-crawl-%d", si.Name, runs)
 	doc := store.SiteDoc{Site: si.Spec.Site, Run: run, CrawledAt: now.Time}
-	status := crawlv1.SiteIndexStatus{Run: run, CrawledAt: &now, Complete: true, Stats: crawlv1.IndexStats{Pages: int32(len(titles))}}
+	status := crawlv1.SiteIndexStatus{Run: run, CrawlTime: &now, Complete: true, Stats: crawlv1.IndexStats{Pages: int32(len(titles))}}
 	for path, title := range titles {
 		doc.Pages = append(doc.Pages, store.Page{URL: origin(si.Spec.Site) + path, StatusCode: 200, Title: title, FetchedAt: now.Time})
-		status.Pages = append(status.Pages, crawlv1.IndexedPage{URL: path, StatusCode: 200, Title: title, FetchedAt: &now})
+		status.Pages = append(status.Pages, crawlv1.IndexedPage{URL: path, StatusCode: 200, Title: title, FetchTime: &now})
 	}
 	if err := m.syncer.WriteSite(ctx, client.ObjectKeyFromObject(si), doc); err != nil {
 		return err

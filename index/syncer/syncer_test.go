@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/index/store/storetest"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
@@ -276,7 +276,7 @@ func TestExclusionPurgesDomainAndSubdomains(t *testing.T) {
 	eventually(t, "indexed", searchFor(st, "gannet", origin(sites["apex"].url)+"/", origin(sites["apex"].url)+"/2", origin(sites["sub"].url)+"/", origin(sites["lookalike"].url)+"/"))
 
 	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "ex-"},
-		Spec: crawlv1.ExclusionSpec{Domain: domain, Reason: "owner asked by email"}}
+		Spec: crawlv1.ExclusionSpec{Domain: domain, Description: "owner asked by email"}}
 	if err := k8s.Create(ctx, ex); err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestExcludedSiteIsNeverWrittenBack(t *testing.T) {
 	eventually(t, "indexed with the link text", searchFor(st, "petrel", "https://www."+domain+"/"))
 
 	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "ex-"},
-		Spec: crawlv1.ExclusionSpec{Domain: domain, Reason: "test"}}
+		Spec: crawlv1.ExclusionSpec{Domain: domain, Description: "test"}}
 	if err := k8s.Create(ctx, ex); err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func TestWriteOnANonLeaderChecksExclusionsLive(t *testing.T) {
 	ns := namespace(t)
 	domain := uniqueDomain()
 	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "ex-"},
-		Spec: crawlv1.ExclusionSpec{Domain: domain, Reason: "test"}}
+		Spec: crawlv1.ExclusionSpec{Domain: domain, Description: "test"}}
 	if err := k8s.Create(ctx, ex); err != nil {
 		t.Fatal(err)
 	}
@@ -464,7 +464,7 @@ func TestNamespacedModeIndexesWatchedNamespacesOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: "ex-"},
-		Spec: crawlv1.ExclusionSpec{Domain: domain, Reason: "test"}}
+		Spec: crawlv1.ExclusionSpec{Domain: domain, Description: "test"}}
 	if err := k8s.Create(ctx, ex); err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
@@ -113,13 +114,13 @@ func TestPodArgs(t *testing.T) {
 		},
 		{
 			name: "delay below floor is raised",
-			spec: crawlv1.CrawlTargetSpec{URL: "http://example.com/", MaxPages: 5, Delay: &metav1.Duration{Duration: 100 * time.Millisecond}},
+			spec: crawlv1.CrawlTargetSpec{URL: "http://example.com/", MaxPages: ptr.To[int32](5), Delay: &metav1.Duration{Duration: 100 * time.Millisecond}},
 			cfg:  func(c *Config) { c.MinDelay = 2 * time.Second },
 			want: []string{"crawl", "--log-format=json", "--max-pages=5", "--delay=2s", "--report-url=http://results.crawl-system.svc:8083/v1/runs/web/t-crawl-3", "--timeout=29m0s", "http://example.com/"},
 		},
 		{
 			name: "budget above promise is capped",
-			spec: crawlv1.CrawlTargetSpec{URL: "http://example.com/", MaxPages: 50, Delay: &metav1.Duration{Duration: 3 * time.Second}},
+			spec: crawlv1.CrawlTargetSpec{URL: "http://example.com/", MaxPages: ptr.To[int32](50), Delay: &metav1.Duration{Duration: 3 * time.Second}},
 			cfg: func(c *Config) {
 				c.UserAgent = "LohiSoftBot/1.0 (+message@lohisoft.com)"
 				c.AllowPrivate = true

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/testca"
 )

@@ -6,7 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/urlnorm"
 	"github.com/lohisoft/crawl-operator/index/store"
@@ -41,7 +41,7 @@ func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, no
 		Complete: rep.Final,
 		Robots: &crawlv1.RobotsStatus{
 			StatusCode: int32(clampStatus(rep.Result.Robots.Status)),
-			FetchedAt:  timeOrNil(rep.Result.Robots.FetchedAt),
+			FetchTime:  timeOrNil(rep.Result.Robots.FetchedAt),
 		},
 	}
 	doc := store.SiteDoc{Site: owner.String(), Run: run}
@@ -73,7 +73,7 @@ func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, no
 		}
 		seen[u] = true
 		fetched := timeOrNil(p.FetchedAt)
-		st.Pages = append(st.Pages, crawlv1.IndexedPage{URL: onSite(u), StatusCode: status, Title: title, FetchedAt: fetched})
+		st.Pages = append(st.Pages, crawlv1.IndexedPage{URL: onSite(u), StatusCode: status, Title: title, FetchTime: fetched})
 		page := store.Page{
 			URL: u, StatusCode: clampStatus(p.StatusCode), Title: title,
 			Description: runreport.Cut(p.Description, runreport.MaxDescriptionLength),
@@ -100,14 +100,14 @@ func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, no
 	doc.BytesReceived, doc.PagesUnchanged = st.Stats.BytesReceived, unchanged
 	st.Refused = refusal(rep, len(st.Pages))
 	if rep.Final {
-		st.CrawledAt = &metav1.Time{Time: now}
-		doc.CrawledAt = st.CrawledAt.Time
+		st.CrawlTime = &metav1.Time{Time: now}
+		doc.CrawledAt = st.CrawlTime.Time
 	}
 	if t, err := time.Parse(time.RFC3339, rep.Result.RetryAfter); err == nil && t.After(now) {
 		if limit := now.Add(maxRetryAfter); t.After(limit) {
 			t = limit
 		}
-		st.RetryAfter = &metav1.Time{Time: t.Truncate(time.Second)}
+		st.RetryAfterTime = &metav1.Time{Time: t.Truncate(time.Second)}
 	}
 	return Result{Status: st, Doc: doc}
 }
@@ -171,6 +171,6 @@ func Merge(current, report crawlv1.SiteIndexStatus, now time.Time) crawlv1.SiteI
 		return report
 	}
 	next := current
-	next.Progress = &crawlv1.CrawlProgress{Run: report.Run, Pages: report.Stats.Pages, UpdatedAt: &metav1.Time{Time: now}}
+	next.Progress = &crawlv1.CrawlProgress{Run: report.Run, Pages: report.Stats.Pages, UpdateTime: &metav1.Time{Time: now}}
 	return next
 }

@@ -9,7 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/index/store"
 	"github.com/lohisoft/crawl-operator/internal/site"
@@ -54,7 +54,7 @@ func TestConvert(t *testing.T) {
 				if len(doc.Pages) != 2 || doc.Pages[0].URL != "https://example.com/a" || doc.Pages[1].URL != "https://example.com/e" {
 					t.Errorf("backend pages = %+v", doc.Pages)
 				}
-				if st.Complete || st.CrawledAt != nil {
+				if st.Complete || st.CrawlTime != nil {
 					t.Error("progress report marked complete")
 				}
 			},
@@ -69,7 +69,7 @@ func TestConvert(t *testing.T) {
 				if len(st.Pages) != 2 || st.Stats.Pages != 2 || st.Stats.Skipped != 1 {
 					t.Errorf("pages %d stats %+v", len(st.Pages), st.Stats)
 				}
-				if !st.Complete || st.CrawledAt == nil || !st.CrawledAt.Time.Equal(now) || st.Run != "run-1" {
+				if !st.Complete || st.CrawlTime == nil || !st.CrawlTime.Time.Equal(now) || st.Run != "run-1" {
 					t.Errorf("final report not recorded: %+v", st)
 				}
 			},
@@ -171,8 +171,8 @@ func TestConvert(t *testing.T) {
 			maxPages: 20,
 			rep:      runreport.Report{Final: true, Result: runreport.Crawl{RetryAfter: now.Add(90 * 24 * time.Hour).Format(time.RFC3339)}},
 			check: func(t *testing.T, st crawlv1.SiteIndexStatus, doc store.SiteDoc) {
-				if st.RetryAfter == nil || !st.RetryAfter.Time.Equal(now.Add(maxRetryAfter)) {
-					t.Errorf("retryAfter = %v", st.RetryAfter)
+				if st.RetryAfterTime == nil || !st.RetryAfterTime.Time.Equal(now.Add(maxRetryAfter)) {
+					t.Errorf("retryAfter = %v", st.RetryAfterTime)
 				}
 			},
 		},
@@ -181,8 +181,8 @@ func TestConvert(t *testing.T) {
 			maxPages: 20,
 			rep:      runreport.Report{Final: true, Result: runreport.Crawl{RetryAfter: "soon", Robots: runreport.Robots{Status: 5000}}},
 			check: func(t *testing.T, st crawlv1.SiteIndexStatus, doc store.SiteDoc) {
-				if st.RetryAfter != nil || st.Robots.StatusCode != 0 {
-					t.Errorf("retryAfter = %v robots = %+v", st.RetryAfter, st.Robots)
+				if st.RetryAfterTime != nil || st.Robots.StatusCode != 0 {
+					t.Errorf("retryAfter = %v robots = %+v", st.RetryAfterTime, st.Robots)
 				}
 			},
 		},
@@ -213,7 +213,7 @@ func TestMerge(t *testing.T) {
 	// Recrawl: the complete pages stay, progress is counted.
 	got := Merge(complete, progress, now)
 	if len(got.Pages) != 2 || got.Run != "t-crawl-1" || !got.Complete ||
-		got.Progress == nil || got.Progress.Run != "t-crawl-2" || got.Progress.Pages != 1 || !got.Progress.UpdatedAt.Time.Equal(now) {
+		got.Progress == nil || got.Progress.Run != "t-crawl-2" || got.Progress.Pages != 1 || !got.Progress.UpdateTime.Time.Equal(now) {
 		t.Errorf("recrawl progress = %+v", got)
 	}
 	// The final result replaces everything, progress included.
@@ -241,8 +241,8 @@ func TestConvertUnchanged(t *testing.T) {
 	}}
 	res := Convert(rep, owner, "run-2", 20, now, prev)
 	wantStatus := []crawlv1.IndexedPage{
-		{URL: "/", StatusCode: 200, Title: "Home", FetchedAt: &metav1.Time{Time: fetched.Truncate(time.Second)}},
-		{URL: "/news", StatusCode: 200, Title: "News today", FetchedAt: &metav1.Time{Time: fetched.Truncate(time.Second)}},
+		{URL: "/", StatusCode: 200, Title: "Home", FetchTime: &metav1.Time{Time: fetched.Truncate(time.Second)}},
+		{URL: "/news", StatusCode: 200, Title: "News today", FetchTime: &metav1.Time{Time: fetched.Truncate(time.Second)}},
 	}
 	if !reflect.DeepEqual(res.Status.Pages, wantStatus) {
 		t.Errorf("status pages:\n got %+v\nwant %+v", res.Status.Pages, wantStatus)

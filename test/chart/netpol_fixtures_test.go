@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/crawler/fetch"
 	"github.com/lohisoft/crawl-operator/crawler/specialpurpose"
 	"github.com/lohisoft/crawl-operator/crawler/specialpurpose/specialpurposetest"

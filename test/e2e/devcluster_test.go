@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/hack/devcluster/agent"
 	"github.com/lohisoft/crawl-operator/hack/devcluster/cluster"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
@@ -345,7 +345,7 @@ func TestLocalClusterEndToEnd(t *testing.T) {
 			t.Errorf("body text is searchable: %s", res)
 		}
 		pods := c.pods(t, "alpha")
-		if len(pods) != 1 || pods[0].Status.Phase != corev1.PodSucceeded || pods[0].Spec.NodeName != ct.Status.EgressNode {
+		if len(pods) != 1 || pods[0].Status.Phase != corev1.PodSucceeded || pods[0].Spec.NodeName != ct.Status.EgressNodeName {
 			t.Errorf("crawler Pods: %d, phase %s, node %s", len(pods), pods[0].Status.Phase, pods[0].Spec.NodeName)
 		}
 	})

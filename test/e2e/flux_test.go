@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/hack/devcluster/flux"
 	"github.com/lohisoft/crawl-operator/hack/gitserver"
 	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/egress"
 	"github.com/lohisoft/crawl-operator/internal/testenv"

@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/testenv"
@@ -464,8 +464,8 @@ func TestRealNodeEndToEnd(t *testing.T) {
 		c.mustKubectl(t, "", "wait", "--for=condition=Ready", "--timeout=120s", "crawltarget/bakery", "-n", rnNamespace)
 		t.Logf("Ready %s after kubectl apply", time.Since(start).Round(100*time.Millisecond))
 		ct := c.target(t, "bakery")
-		if ct.Status.PagesIndexed != 6 || ct.Status.EgressNode != rnNode || ct.Status.EgressIP != rnExternalIP {
-			t.Errorf("status: pages %d, egress %s %s", ct.Status.PagesIndexed, ct.Status.EgressNode, ct.Status.EgressIP)
+		if ct.Status.PagesIndexed != 6 || ct.Status.EgressNodeName != rnNode || ct.Status.EgressIP != rnExternalIP {
+			t.Errorf("status: pages %d, egress %s %s", ct.Status.PagesIndexed, ct.Status.EgressNodeName, ct.Status.EgressIP)
 		}
 		si := &crawlv1.SiteIndex{}
 		if err := c.client.Get(ctx, client.ObjectKey{Namespace: rnNamespace, Name: "bakery"}, si); err != nil {

@@ -15,7 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1alpha1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 )
 
 // health is what an Argo CD health check returns.
@@ -150,11 +151,27 @@ type healthCase struct {
 	message string // a part of the message the check must show
 }
 
+// alphaSuspended is a suspended target as Argo CD sees it when Git holds
+// v1alpha1 manifests: it reads the live object in the manifest's version.
+func alphaSuspended(generation, observed int64, conds ...metav1.Condition) *crawlv1alpha1.CrawlTarget {
+	ct := &crawlv1alpha1.CrawlTarget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: crawlv1alpha1.GroupVersion.String(), Kind: "CrawlTarget"},
+		ObjectMeta: metav1.ObjectMeta{Name: "example-com", Namespace: "sites", Generation: generation},
+		Spec:       crawlv1alpha1.CrawlTargetSpec{URL: "https://example.com/", Suspend: true},
+	}
+	ct.Status.ObservedGeneration = observed
+	ct.Status.Conditions = conds
+	return ct
+}
+
 func target(generation, observed int64, suspend bool, conds ...metav1.Condition) *crawlv1.CrawlTarget {
 	ct := &crawlv1.CrawlTarget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: crawlv1.GroupVersion.String(), Kind: "CrawlTarget"},
 		ObjectMeta: metav1.ObjectMeta{Name: "example-com", Namespace: "sites", Generation: generation},
-		Spec:       crawlv1.CrawlTargetSpec{URL: "https://example.com/", Suspend: suspend},
+		Spec:       crawlv1.CrawlTargetSpec{URL: "https://example.com/", CrawlPolicy: crawlv1.CrawlPolicyScheduled},
+	}
+	if suspend {
+		ct.Spec.CrawlPolicy = crawlv1.CrawlPolicySuspended
 	}
 	ct.Status.ObservedGeneration = observed
 	ct.Status.Conditions = conds
@@ -165,7 +182,7 @@ func exclusion(generation, observed int64, conds ...metav1.Condition) *crawlv1.E
 	ex := &crawlv1.Exclusion{
 		TypeMeta:   metav1.TypeMeta{APIVersion: crawlv1.GroupVersion.String(), Kind: "Exclusion"},
 		ObjectMeta: metav1.ObjectMeta{Name: "example-org", Generation: generation},
-		Spec:       crawlv1.ExclusionSpec{Domain: "example.org", Reason: "asked"},
+		Spec:       crawlv1.ExclusionSpec{Domain: "example.org", Description: "asked"},
 	}
 	ex.Status.ObservedGeneration = observed
 	ex.Status.Conditions = conds
@@ -233,6 +250,8 @@ var healthCases = []healthCase{
 		cond(stalled, yes, crawlv1.ReasonExcluded, "excluded by example-org")), "Suspended", "excluded by example-org"},
 	{"target just suspended, not yet seen by the operator", target(2, 1, true,
 		cond(ready, yes, crawlv1.ReasonCrawled, "3 pages indexed")), "Progressing", "generation 2"},
+	{"v1alpha1 target suspended (spec.suspend)", alphaSuspended(2, 2,
+		cond(ready, yes, crawlv1.ReasonCrawled, "3 pages indexed at 2026-01-01T00:00:00Z; suspended")), "Suspended", "3 pages indexed"},
 
 	{"exclusion without status", exclusion(1, 0), "Progressing", "generation 1"},
 	{"exclusion enforced, then its spec changed (stale status)", exclusion(2, 1,
@@ -295,7 +314,7 @@ func TestArgoCDHealthChecks(t *testing.T) {
 			// cannot tell a kind without status from one not yet seen; the
 			// operator always writes Ready, so Argo CD waits for it).
 			spec, _ := obj["spec"].(map[string]any)
-			if spec["suspend"] != true && !kstatusBlind[tc.name] {
+			if spec["crawlPolicy"] != string(crawlv1.CrawlPolicySuspended) && spec["suspend"] != true && !kstatusBlind[tc.name] {
 				res, err := status.Compute(&unstructured.Unstructured{Object: obj})
 				if err != nil {
 					t.Fatal(err)
@@ -332,6 +351,7 @@ func TestOldArgoCDHealthChecksFailTheTable(t *testing.T) {
 		"target suspended after crawls",
 		"target suspended while excluded",
 		"target just suspended, not yet seen by the operator",
+		"v1alpha1 target suspended (spec.suspend)",
 		"exclusion enforced, then its spec changed (stale status)",
 		"exclusion stalled",
 	}

@@ -25,7 +25,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	crawlv1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
+	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/crawler/testutil/dnstest"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/operator/operatortest"
@@ -271,7 +271,7 @@ func waitLeaderEvent(t *testing.T, ns string) {
 func enforceExclusion(t *testing.T, namePrefix, domain string, wantPurged int64) {
 	t.Helper()
 	ex := &crawlv1.Exclusion{ObjectMeta: metav1.ObjectMeta{GenerateName: namePrefix},
-		Spec: crawlv1.ExclusionSpec{Domain: domain, Reason: "asked by email"}}
+		Spec: crawlv1.ExclusionSpec{Domain: domain, Description: "asked by email"}}
 	if err := k8s.Create(ctx, ex); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Kind names what a Change made; each kind has one way to be undone.
@@ -48,7 +49,17 @@ const (
 	// /sys/fs/cgroup; undone by killing what still runs in it and
 	// removing it with its children, deepest first.
 	Cgroup Kind = "cgroup"
+	// SharedMount is a directory bind-mounted on itself and made shared,
+	// as `ip netns add` does to /run/netns when it first runs. Made before
+	// anything mounts namespace files there (containerd mounts Pods' files
+	// into a plain directory): a mount iproute2 makes later would hide
+	// those files' mounts beneath it, where nothing can unmount them.
+	// Undone by unmounting it with what is still mounted inside.
+	SharedMount Kind = "shared-mount"
 )
+
+// NetnsDir is where ip and containerd keep named network namespaces.
+const NetnsDir = "/run/netns"
 
 // Change is one change to the machine, with what it takes to undo it.
 type Change struct {
@@ -157,6 +168,10 @@ func (j *Journal) Do(c Change) error {
 		if _, err := os.Stat(c.Name); err == nil {
 			return nil // not ours: leave it when undoing
 		}
+	case SharedMount:
+		if isMountPoint(c.Name) {
+			return nil // not ours: leave it when undoing
+		}
 	case Sysctl:
 		old, err := ReadSysctl(c.Name)
 		if err != nil {
@@ -213,6 +228,21 @@ func (j *Journal) Undo() error {
 	return j.Revert(func(Change) bool { return true })
 }
 
+// isMountPoint says whether path is the mount point of a mount in this
+// process's mount namespace.
+func isMountPoint(path string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && f[4] == filepath.Clean(path) {
+			return true
+		}
+	}
+	return false
+}
+
 func apply(c Change) error {
 	switch c.Kind {
 	case Netns:
@@ -236,6 +266,14 @@ func apply(c Change) error {
 		return os.MkdirAll(c.Name, 0o755)
 	case Cgroup:
 		return makeCgroup(c.Name)
+	case SharedMount:
+		if err := os.MkdirAll(c.Name, 0o755); err != nil {
+			return err
+		}
+		if err := syscall.Mount(c.Name, c.Name, "", syscall.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind-mount %s on itself: %w", c.Name, err)
+		}
+		return syscall.Mount("", c.Name, "", syscall.MS_SHARED|syscall.MS_REC, "")
 	}
 	return fmt.Errorf("unknown change kind %q", c.Kind)
 }
@@ -283,6 +321,11 @@ func undo(c Change) error {
 		return os.RemoveAll(c.Name)
 	case Cgroup:
 		return RemoveCgroup(c.Name)
+	case SharedMount:
+		if !isMountPoint(c.Name) {
+			return nil
+		}
+		return syscall.Unmount(c.Name, syscall.MNT_DETACH)
 	}
 	return fmt.Errorf("unknown change kind %q", c.Kind)
 }

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/lohisoft/crawl-operator/internal/testutil"
@@ -207,5 +208,45 @@ func TestSplitRule(t *testing.T) {
 		if got := SplitRule(c.in); strings.Join(got, "|") != strings.Join(c.want, "|") || len(got) != len(c.want) {
 			t.Errorf("SplitRule(%s) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// A shared self-mount is made once, sees what is mounted inside it later,
+// and is undone with those mounts; one that was there before is left.
+func TestSharedMount(t *testing.T) {
+	testutil.NeedRoot(t)
+	dir := filepath.Join(t.TempDir(), "netns")
+	j, err := Open(filepath.Join(t.TempDir(), "journal.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Undo() })
+	if err := j.Do(Change{Kind: SharedMount, Name: dir}); err != nil {
+		t.Fatal(err)
+	}
+	if !isMountPoint(dir) {
+		t.Fatalf("%s is not a mount point after Do", dir)
+	}
+	// As containerd does for a Pod: a namespace file bind-mounted inside.
+	inner := filepath.Join(dir, "cni-test")
+	if err := os.WriteFile(inner, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("/proc/self/ns/net", inner, "", syscall.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	// Already a mount point: not recorded a second time.
+	n := len(j.Changes())
+	if err := j.Do(Change{Kind: SharedMount, Name: dir}); err != nil || len(j.Changes()) != n {
+		t.Errorf("second Do: err %v, %d changes (want %d)", err, len(j.Changes()), n)
+	}
+	if err := j.Undo(); err != nil {
+		t.Fatal(err)
+	}
+	if isMountPoint(dir) || isMountPoint(inner) {
+		t.Errorf("after Undo: %s mounted %v, %s mounted %v", dir, isMountPoint(dir), inner, isMountPoint(inner))
+	}
+	if err := os.Remove(inner); err != nil {
+		t.Errorf("the namespace file cannot be removed after Undo: %v", err)
 	}
 }

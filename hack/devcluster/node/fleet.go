@@ -135,6 +135,9 @@ func (f Fleet) Up(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if err := j.Do(hostchange.Change{Kind: hostchange.SharedMount, Name: hostchange.NetnsDir}); err != nil {
+		return err
+	}
 	for _, fam := range []int{4, 6} {
 		if err := j.Do(hostchange.Change{Kind: hostchange.Chain, Family: fam, Table: "filter", Name: InternetChain}); err != nil {
 			return err

@@ -141,7 +141,7 @@ type step func(ctx context.Context, s *targetScope) (done bool, err error)
 // (test/rbac fails on one more or one less). Reads through the cache need
 // list and watch; get is only for reads from the API server (APIReader).
 // Statuses are patched, never updated. Secrets are created and deleted,
-// never read.
+// never read: whether one exists is asked with a dry-run create.
 //
 // +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=crawltargets,verbs=list;watch
 // +kubebuilder:rbac:groups=crawl.lohisoft.com,resources=crawltargets/status,verbs=patch
@@ -162,7 +162,8 @@ func (r *CrawlTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ct.DeletionTimestamp.IsZero() {
-		// Pods, Secrets and the SiteIndex are owned and go with it.
+		// Pods and the SiteIndex are owned and go with it, and each
+		// Pod's token Secret with its Pod.
 		r.Queue.Leave(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
@@ -651,10 +652,18 @@ func (r *CrawlTargetReconciler) startCrawl(ctx context.Context, s *targetScope) 
 	}
 	if own := r.Queue.Running(s.ct.UID); own != nil {
 		// The status is behind the cluster (a stale cache, or a crash
-		// between creating the Pod and recording it): adopt the run.
-		adoptRun(&s.ct.Status, own)
-		s.active = own
-		return true, nil
+		// between creating the Pod and recording it): adopt the run,
+		// unless its start stopped before the token Secret, in which case
+		// the Pod is gone now and the run is started afresh below.
+		dropped, err := r.dropTokenless(ctx, own)
+		if err != nil {
+			return false, err
+		}
+		if !dropped {
+			adoptRun(&s.ct.Status, own)
+			s.active = own
+			return true, nil
+		}
 	}
 	nodes, err := r.usableNodes(ctx)
 	if err != nil {
@@ -722,10 +731,18 @@ func (r *CrawlTargetReconciler) usableNodes(ctx context.Context) ([]egress.Node,
 	return r.Quarantine.Apply(r.Egress.MayCrawl(nodes.Items), r.Clock.Now()), nil
 }
 
-// createRun creates the run's token Secret and Pod on the node the queue
-// gave it. Both names derive from the run number, so repeating this after
-// a crash adopts what exists. The slot the queue handed out follows the
-// Pod that exists at the end, or goes back.
+// createRun creates the run's Pod on the node the queue gave it, then its
+// token Secret, owned by the Pod (crawlpod.TokenSecret). Both names derive
+// from the run number, so repeating this after a crash adopts what exists.
+// The slot the queue handed out follows the Pod that exists at the end, or
+// goes back.
+//
+// The Pod comes first so that the Secret can name it as its owner. The
+// kubelet does not start the crawler before the Secret exists (the token
+// is a required secretKeyRef: it retries), and the Secret follows within
+// one API call. A Pod whose Secret could not be made is deleted at once:
+// its token died with this attempt, so it could never report, and the run
+// is not recorded, so the retry starts it afresh under the same name.
 func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, node egress.Node) (err error) {
 	st := &s.ct.Status
 	run := crawlpod.Run{Target: s.ct, Site: s.site, Number: st.Runs + 1, Node: node.Name, NodeIP: node.IP}
@@ -743,16 +760,11 @@ func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, n
 	if err := r.ensureNetworkPolicy(ctx, s.ct.Namespace); err != nil {
 		return err
 	}
-	token, existing, err := r.runToken(ctx, run)
+	token, sum, err := crawlpod.NewToken()
 	if err != nil {
 		return err
 	}
-	if existing != nil {
-		created = existing
-		r.adoptExisting(s, existing)
-		return nil
-	}
-	run.TokenSHA256 = crawlpod.TokenSHA256(token)
+	run.TokenSHA256 = sum
 	pod := crawlpod.Pod(run, r.Pod)
 	if s.note != "" {
 		// Only abandonLostRun leaves a note for a reconcile that starts a
@@ -761,7 +773,8 @@ func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, n
 	}
 	err = r.Create(ctx, pod)
 	if apierrors.IsAlreadyExists(err) {
-		// A previous attempt created it: adopt it if it is this target's.
+		// A previous attempt created it: adopt it if it is this target's
+		// and got its token.
 		existing, err := r.runPod(ctx, s.ct, pod.Name)
 		if err != nil {
 			return err
@@ -769,12 +782,28 @@ func (r *CrawlTargetReconciler) createRun(ctx context.Context, s *targetScope, n
 		if existing == nil {
 			return fmt.Errorf("crawler Pod %s was deleted while it was being created; retrying", pod.Name)
 		}
+		dropped, err := r.dropTokenless(ctx, existing)
+		if err != nil {
+			return err
+		}
+		if dropped {
+			return fmt.Errorf("crawler Pod %s had no token Secret (its start was interrupted) and was deleted; retrying", pod.Name)
+		}
 		created = existing
 		r.adoptExisting(s, existing)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("create crawler Pod: %w", err)
+	}
+	if err := r.createToken(ctx, run, pod, token); err != nil {
+		if derr := r.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(derr) != nil {
+			// The next attempt finds the Pod without its Secret and
+			// deletes it then (dropTokenless).
+			err = errors.Join(err, fmt.Errorf("delete crawler Pod %s left without its token Secret: %w", pod.Name, derr))
+		}
+		r.Queue.Forget(client.ObjectKeyFromObject(pod))
+		return err
 	}
 	created = pod
 	adoptRun(st, pod)
@@ -832,60 +861,79 @@ func (r *CrawlTargetReconciler) runPod(ctx context.Context, ct *crawlv1.CrawlTar
 	return pod, nil
 }
 
-// runToken creates the run's Secret with a fresh token and returns the
-// token. The manager never reads a Secret (its RBAC grants Secrets create
-// and delete only, so it cannot read anyone's), which leaves one case to
-// settle without reading: the Secret exists already, because an earlier
-// attempt created it and then crashed or lost its status patch.
-//
-//   - If that attempt created the run's Pod too, the run goes on: the Pod
-//     is returned for adoption and needs no token from here (it reads its
-//     Secret itself; the results endpoint checks the hash on the Pod).
-//   - If not, no Pod has ever read the Secret, so its token is worth
-//     nothing: the stale Secret is deleted and created again with a new
-//     token. The Pod is created after this, with the new token's hash.
+// createToken creates the token Secret of pod, which this attempt has just
+// created. The manager never reads a Secret (its RBAC grants Secrets
+// create and delete only, so it cannot read anyone's), which leaves one
+// case to settle without reading: a Secret of that name exists already.
+// It cannot be this Pod's, as only the attempt that created a Pod makes
+// its Secret: it is a namesake's, left by a run Pod of the same name that
+// is gone (a deleted and recreated target; the garbage collector removes
+// such a Secret, but may not have yet), or not the operator's. Its token
+// opens nothing, and the Pod must not start with it: it is deleted and the
+// Secret created again with this run's token.
 //
 // Deriving the token instead (an HMAC of the run's identity under a key
 // the manager holds) would also avoid the read, but every replica would
 // then need the same key without reading a Secret, and a leaked key would
 // open every run at once; a random token per run has nothing to share.
-//
-// Only this reconciler creates run Pods and Secrets, one reconcile of a
-// target at a time, so no Pod can appear between the check and the
-// delete. A Secret of that name that is not the operator's is deleted
-// too, but only while no Pod of that name exists: the names are the
-// target's own (<target>-crawl-<n>-token), and a live run's Secret always
-// has its Pod.
-func (r *CrawlTargetReconciler) runToken(ctx context.Context, run crawlpod.Run) (token string, existing *corev1.Pod, err error) {
-	token, _, err = crawlpod.NewToken()
-	if err != nil {
-		return "", nil, err
-	}
-	secret := crawlpod.TokenSecret(run, token)
-	err = r.Create(ctx, secret)
+func (r *CrawlTargetReconciler) createToken(ctx context.Context, run crawlpod.Run, pod *corev1.Pod, token string) error {
+	secret := crawlpod.TokenSecret(run, pod, token)
+	err := r.Create(ctx, secret)
 	if !apierrors.IsAlreadyExists(err) {
 		if err != nil {
-			return "", nil, fmt.Errorf("create run token Secret: %w", err)
+			return fmt.Errorf("create run token Secret: %w", err)
 		}
-		return token, nil, nil
-	}
-	pod, err := r.runPod(ctx, run.Target, crawlpod.PodName(run.Target.Name, run.Number))
-	if err != nil || pod != nil {
-		return "", pod, err
+		return nil
 	}
 	stale := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secret.Namespace, Name: secret.Name}}
 	if err := r.Delete(ctx, stale); client.IgnoreNotFound(err) != nil {
-		return "", nil, fmt.Errorf("delete stale run token Secret: %w", err)
+		return fmt.Errorf("delete stale run token Secret: %w", err)
 	}
+	secret = crawlpod.TokenSecret(run, pod, token)
 	if err := r.Create(ctx, secret); err != nil {
-		return "", nil, fmt.Errorf("create run token Secret after deleting a stale one: %w", err)
+		return fmt.Errorf("create run token Secret after deleting a stale one: %w", err)
 	}
-	log.FromContext(ctx).Info("replaced a stale run token Secret left by an interrupted start", "secret", secret.Name)
-	return token, nil, nil
+	log.FromContext(ctx).Info("replaced a stale run token Secret", "secret", secret.Name)
+	return nil
+}
+
+// dropTokenless deletes pod, a run Pod found rather than created by this
+// attempt, when it has no token Secret: an earlier start stopped between
+// creating the Pod and its Secret. Its token is known to no one, so its
+// crawler could never start, let alone report; adopted, it would hold its
+// host and node until it counted as stuck. It is deleted with grace period
+// 0 (no container of it can have run), so that the run can start again at
+// once under the same name. A finished Pod is kept: it is adopted and its
+// outcome recorded, and it needs no token any more. So is one being
+// deleted already (a stuck run's, whose Secret went with its run): it is
+// given its grace period, and the target waits for it as before.
+//
+// Whether the Secret exists is asked without reading it: a dry-run create
+// is refused with AlreadyExists exactly when it does, and needs the create
+// right only.
+func (r *CrawlTargetReconciler) dropTokenless(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	if crawlpod.Finished(pod) || pod.DeletionTimestamp != nil {
+		return false, nil
+	}
+	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: crawlpod.SecretName(pod.Name)}}
+	err := r.Create(ctx, probe, client.DryRunAll)
+	if apierrors.IsAlreadyExists(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("check the token Secret of crawler Pod %s: %w", pod.Name, err)
+	}
+	uid := pod.UID
+	if err := r.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("delete crawler Pod %s without its token Secret: %w", pod.Name, err)
+	}
+	r.Queue.Forget(client.ObjectKeyFromObject(pod))
+	log.FromContext(ctx).Info("deleted a crawler Pod whose start stopped before its token Secret", "pod", pod.Name)
+	return true, nil
 }
 
 // pruneFinished keeps the newest finished Pods for their logs and deletes
-// older ones, with their token Secrets.
+// older ones (their token Secrets went when their runs were settled).
 func (r *CrawlTargetReconciler) pruneFinished(ctx context.Context, pods []corev1.Pod) error {
 	var finished []*corev1.Pod
 	for i := range pods {
@@ -905,6 +953,10 @@ func (r *CrawlTargetReconciler) pruneFinished(ctx context.Context, pods []corev1
 	return nil
 }
 
+// deleteToken deletes a settled run's token Secret by name, which takes
+// the delete right only. The garbage collector would remove it with its
+// Pod, but a finished Pod is kept for its logs (finishedPodsKept) and the
+// token should die with the run, not with the Pod some runs later.
 func (r *CrawlTargetReconciler) deleteToken(ctx context.Context, ct *crawlv1.CrawlTarget, podName string) error {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ct.Namespace, Name: crawlpod.SecretName(podName)}}
 	if err := r.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/egress"
+	"github.com/lohisoft/crawl-operator/internal/site"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
@@ -67,6 +68,16 @@ func TestTargetGetsSiteIndexAndPinnedPod(t *testing.T) {
 	token := runToken(t, pod)
 	if len(token) < 32 || !crawlpod.TokenMatches(pod, token) {
 		t.Errorf("token %q does not match the Pod annotation", token)
+	}
+	// The Secret is owned by the Pod alone, so the garbage collector
+	// removes it with the Pod: no one cleaning up needs to list Secrets.
+	secret := &corev1.Secret{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: crawlpod.SecretName(pod.Name)}, secret); err != nil {
+		t.Fatal(err)
+	}
+	if owners := secret.OwnerReferences; len(owners) != 1 || owners[0].Kind != "Pod" || owners[0].UID != pod.UID ||
+		owners[0].Controller != nil || owners[0].BlockOwnerDeletion != nil {
+		t.Errorf("token Secret owners %+v, want the Pod %s (%s) only", owners, pod.Name, pod.UID)
 	}
 	_ = op
 }
@@ -616,18 +627,21 @@ func TestURLChangeStartsOver(t *testing.T) {
 	}
 }
 
-// A crash between creating a run's token Secret and its Pod leaves the
-// Secret behind. The manager cannot read Secrets, so it does not reuse the
-// token: with no Pod of the run there, it deletes the stale Secret and
-// starts the run with a new one, and the stale token opens nothing.
+// A Secret of a run's name may be there before the run: a namesake's
+// (a deleted target's run of the same name, whose Secret the garbage
+// collector has not removed yet; envtest runs no collector, so here it
+// stays) or one that is not the operator's. The manager cannot read
+// Secrets, so it does not reuse the token: it deletes the stale Secret and
+// creates the run's own, and the stale token opens nothing.
 func TestStaleTokenSecretIsReplaced(t *testing.T) {
 	createEgressNode(t, "egress-stale", "79.139.58.98")
 	ns := newNamespace(t)
 	ct := createTarget(t, ns, "stale", "https://stale-token.example.com/")
 	ct = getTarget(t, ct)
 	podName := crawlpod.PodName(ct.Name, 1)
-	const staleToken = "stale-token-of-an-interrupted-start"
-	stale := crawlpod.TokenSecret(crawlpod.Run{Target: ct, Number: 1}, staleToken)
+	const staleToken = "stale-token-of-a-namesake"
+	gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName, UID: "uid-of-a-deleted-namesake"}}
+	stale := crawlpod.TokenSecret(crawlpod.Run{Target: ct, Number: 1}, gone, staleToken)
 	if err := k8s.Create(context.Background(), stale); err != nil {
 		t.Fatal(err)
 	}
@@ -638,14 +652,20 @@ func TestStaleTokenSecretIsReplaced(t *testing.T) {
 		t.Fatal("the run took the stale Secret's token")
 	}
 	secret := &corev1.Secret{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: crawlpod.SecretName(podName)}, secret); err != nil {
-		t.Fatal(err)
-	}
-	if secret.UID == stale.UID {
-		t.Error("the stale Secret was kept")
-	}
+	eventually(t, "the run's own token Secret", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: crawlpod.SecretName(podName)}, secret); err != nil {
+			return err
+		}
+		if secret.UID == stale.UID {
+			return fmt.Errorf("the stale Secret is still there")
+		}
+		return nil
+	})
 	if token := string(secret.Data[crawlpod.TokenKey]); !crawlpod.TokenMatches(pod, token) {
 		t.Errorf("the Pod's token hash does not match its Secret's token %q", token)
+	}
+	if owners := secret.OwnerReferences; len(owners) != 1 || owners[0].UID != pod.UID {
+		t.Errorf("the new Secret's owners %+v, want the run's Pod %s", owners, pod.UID)
 	}
 	setPodPhase(t, pod, corev1.PodRunning, 0)
 	if code, _ := postReport(t, op, pod, staleToken, runreport.Report{Result: runreport.Crawl{Pages: pages("https://stale-token.example.com", 1)}}); code != http.StatusForbidden {
@@ -656,10 +676,142 @@ func TestStaleTokenSecretIsReplaced(t *testing.T) {
 	podCountStays(t, ct, 1, time.Second, "one crawler Pod")
 }
 
-// A crash after creating a run's Secret and Pod, with the status patch
-// lost, while the Pod has already finished: the next start finds the
-// Secret, then the Pod, and adopts the finished run instead of starting
-// another; its delivered result counts.
+// A run whose token Secret cannot be made (here a stale Secret of its
+// name that a finalizer keeps) does not start: each attempt's Pod, which
+// could never get its token, is deleted at once, the run is not recorded,
+// and the error shows on the target. Once the Secret can be made, the run
+// starts afresh, with a Pod that has it.
+func TestPodIsDeletedWhenItsTokenSecretCannotBeMade(t *testing.T) {
+	createEgressNode(t, "egress-held-token", "79.139.58.98")
+	ns := newNamespace(t)
+	ct := createTarget(t, ns, "held", "https://held-token.example.com/")
+	ct = getTarget(t, ct)
+	podName := crawlpod.PodName(ct.Name, 1)
+	held := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: crawlpod.SecretName(podName),
+		Finalizers: []string{"test.lohisoft.com/hold"}}}
+	if err := k8s.Create(context.Background(), held); err != nil {
+		t.Fatal(err)
+	}
+
+	op := startOperator(t, operatorOptions{})
+	eventually(t, "the failed start on the target", func() error {
+		got := getTarget(t, ct)
+		c := readyCondition(got)
+		if c.Status != metav1.ConditionUnknown || c.Reason != crawlv1.ReasonReconcileError || !strings.Contains(c.Message, "token Secret") {
+			return fmt.Errorf("Ready = %+v", c)
+		}
+		return nil
+	})
+	// The manager retries with back-off; a Pod lives from its creation to
+	// its Secret's refusal only. One that stayed would have been adopted,
+	// its token unknown, by the next attempt (the stale Secret's name
+	// being taken), and recorded as run 1.
+	eventually(t, "no crawler Pod left by the failed starts", func() error {
+		if pods := crawlerPods(t, ct); len(pods) != 0 {
+			return fmt.Errorf("crawler Pod %s", pods[0].Name)
+		}
+		return nil
+	})
+	if got := getTarget(t, ct); got.Status.Runs != 0 {
+		t.Errorf("runs %d, want the failed starts unrecorded", got.Status.Runs)
+	}
+
+	// The finalizer goes: the manager's delete of the stale Secret
+	// completes, and the next attempt makes the run's own.
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(held), held); err != nil {
+		t.Fatal(err)
+	}
+	if held.DeletionTimestamp == nil {
+		t.Fatal("the manager did not delete the stale Secret")
+	}
+	held.Finalizers = nil
+	if err := k8s.Update(context.Background(), held); err != nil {
+		t.Fatal(err)
+	}
+	poke(t, ct)
+	pod := &corev1.Pod{}
+	var token string
+	eventually(t, "run 1 in a Pod with its token Secret", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: podName}, pod); err != nil {
+			return err
+		}
+		secret := &corev1.Secret{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: crawlpod.SecretName(podName)}, secret); err != nil {
+			return err
+		}
+		if token = string(secret.Data[crawlpod.TokenKey]); !crawlpod.TokenMatches(pod, token) {
+			return fmt.Errorf("the Pod's token hash does not match its Secret's token (yet)")
+		}
+		return nil
+	})
+	setPodPhase(t, pod, corev1.PodRunning, 0)
+	finishCrawl(t, op, pod, "https://held-token.example.com", 2)
+	if got := waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled); got.Status.Runs != 1 {
+		t.Errorf("runs %d, want 1", got.Status.Runs)
+	}
+}
+
+// A start that stopped between creating its Pod and the Pod's token Secret
+// (a crash) leaves a Pod whose token no one knows: its crawler could never
+// start, let alone report. The next start deletes it and starts the run
+// afresh, whether the crawl queue shows the Pod as the target's running
+// crawl or the Pod is only met when the run's Pod is created again (a
+// cache that has not shown it yet; here a Pod without the managed-by
+// label, which the queue does not follow).
+func TestTokenlessPodOfAnInterruptedStartIsReplaced(t *testing.T) {
+	for i, c := range []struct {
+		name    string
+		inQueue bool
+	}{{"seen by the crawl queue", true}, {"met by its name", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			node := fmt.Sprintf("egress-tokenless-%d", i)
+			createEgressNode(t, node, "79.139.58.98")
+			ns := newNamespace(t)
+			url := fmt.Sprintf("https://tokenless-%d.example.com/", i)
+			ct := getTarget(t, createTarget(t, ns, "tokenless", url))
+			st, err := site.Parse(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const lostToken = "token-of-an-interrupted-start"
+			orphan := crawlpod.Pod(crawlpod.Run{Target: ct, Site: st, Number: 1, Node: node, NodeIP: "79.139.58.98",
+				TokenSHA256: crawlpod.TokenSHA256(lostToken)}, crawlpod.DefaultConfig())
+			if !c.inQueue {
+				delete(orphan.Labels, crawlpod.LabelManagedBy)
+			}
+			if err := k8s.Create(context.Background(), orphan); err != nil {
+				t.Fatal(err)
+			}
+
+			op := startOperator(t, operatorOptions{})
+			pod := &corev1.Pod{}
+			eventually(t, "run 1 started again in a new Pod", func() error {
+				if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(orphan), pod); err != nil {
+					return err
+				}
+				if pod.UID == orphan.UID {
+					return fmt.Errorf("the Pod of the interrupted start is still there")
+				}
+				return nil
+			})
+			token := runToken(t, pod)
+			if !crawlpod.TokenMatches(pod, token) || crawlpod.TokenMatches(pod, lostToken) {
+				t.Errorf("the new Pod's token hash does not match its Secret's token")
+			}
+			setPodPhase(t, pod, corev1.PodRunning, 0)
+			finishCrawl(t, op, pod, strings.TrimSuffix(url, "/"), 2)
+			if got := waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled); got.Status.Runs != 1 || got.Status.ConsecutiveFailures != 0 {
+				t.Errorf("runs %d, failures %d; want run 1, no failure", got.Status.Runs, got.Status.ConsecutiveFailures)
+			}
+			podCountStays(t, ct, 1, time.Second, "one crawler Pod")
+		})
+	}
+}
+
+// A crash after creating a run's Pod and Secret, with the status patch
+// lost, while the Pod has already finished: the next start finds the Pod
+// and adopts the finished run (it needs no token any more) instead of
+// starting another; its delivered result counts.
 func TestFinishedRunWithLostStatusIsAdopted(t *testing.T) {
 	createEgressNode(t, "egress-finished-adopt", "79.139.58.98")
 	op := startOperator(t, operatorOptions{})

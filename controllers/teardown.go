@@ -15,8 +15,10 @@ import (
 )
 
 // deleteActiveCrawls deletes a target's unfinished crawler Pods and their
-// token Secrets, so a stolen token dies with its run. It returns how many
-// Pods it deleted.
+// token Secrets, so a stolen token dies with its run. The garbage
+// collector would remove each Secret with its Pod; deleting it by name
+// (the delete right, no read) does not wait for the collector. It returns
+// how many Pods it deleted.
 func deleteActiveCrawls(ctx context.Context, c client.Client, ct *crawlv1.CrawlTarget) (int, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(ct.Namespace),

@@ -65,8 +65,9 @@ func run(ctx context.Context, cfg *rest.Config, o operator.Options) error {
 }
 
 // cleanup is `manager cleanup [--namespaces a,b]`, the chart's post-delete
-// hook: it removes the crawler Pods, Secrets and NetworkPolicies the
-// manager made (internal/uninstall) and exits.
+// hook: it removes the crawler Pods and NetworkPolicies the manager made
+// (internal/uninstall; the garbage collector removes each Pod's token
+// Secret with it) and exits.
 func cleanup(args []string) int {
 	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
 	namespaces := fs.String("namespaces", "", "Comma-separated namespaces to clean (the chart's watchNamespaces); empty: every namespace.")
@@ -79,7 +80,7 @@ func cleanup(args []string) int {
 		ctx, cancel := context.WithTimeout(ctrl.SetupSignalHandler(), 4*time.Minute)
 		defer cancel()
 		if r, err = uninstall.Cleanup(ctx, c, splitList(*namespaces)); err == nil {
-			fmt.Printf("removed %d crawler Pods, %d Secrets, %d NetworkPolicies\n", r.Pods, r.Secrets, r.NetworkPolicies)
+			fmt.Printf("removed %d crawler Pods (their token Secrets go with them) and %d NetworkPolicies\n", r.Pods, r.NetworkPolicies)
 			return 0
 		}
 	}

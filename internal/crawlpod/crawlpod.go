@@ -203,17 +203,33 @@ func ReportURL(base, namespace, pod string) string {
 	return base + runreport.Path(namespace, pod)
 }
 
-// TokenSecret builds the Secret that hands a run its token. It is owned by
-// the CrawlTarget so it cannot outlive it; the reconciler deletes it as soon
-// as the run ends.
-func TokenSecret(r Run, token string) *corev1.Secret {
-	name := PodName(r.Target.Name, r.Number)
+// TokenSecret builds the Secret that hands a run its token, for the run's
+// Pod, which must exist already (its UID is the owner reference). It is
+// created after the Pod so that it can be owned by the Pod alone: the
+// garbage collector then removes it with the Pod whoever deletes the Pod
+// (the reconciler, an uninstall, a person), so no one who cleans up after
+// the operator needs a right to list Secrets. The CrawlTarget is not a
+// second owner: the collector keeps a dependent while any owner lives, so
+// the Secret would outlive its Pod as long as the target; the chain
+// CrawlTarget -> Pod -> Secret removes it with the target all the same.
+//
+// The reference is neither controller nor blockOwnerDeletion. Nothing
+// reconciles a Secret on its Pod's behalf (the CrawlTarget reconciler
+// makes and deletes it by name), so the Pod is its owner, not its
+// controller. blockOwnerDeletion only makes a foreground deletion of the
+// Pod wait for the Secret, which nothing needs, and where the API server
+// enforces owner references (OwnerReferencesPermissionEnforcement) setting
+// it would take update on pods/finalizers; without it, setting the
+// reference takes only the Secret's delete, which the manager holds.
+func TokenSecret(r Run, pod *corev1.Pod, token string) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            SecretName(name),
-			Namespace:       r.Target.Namespace,
-			Labels:          labels(r),
-			OwnerReferences: []metav1.OwnerReference{ownerRef(r.Target)},
+			Name:      SecretName(pod.Name),
+			Namespace: pod.Namespace,
+			Labels:    labels(r),
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
+			}},
 		},
 		Type:      corev1.SecretTypeOpaque,
 		Immutable: ptr.To(true),

@@ -4,6 +4,7 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/internal/egress"
 
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -75,6 +76,31 @@ func TestPodIsRestrictedAndCredentialFree(t *testing.T) {
 		if strings.Contains(a, "token") && a != "--report-url=http://results.crawl-system.svc:8083/v1/runs/web/example-crawl-3" {
 			t.Errorf("token material in argv: %q", a)
 		}
+	}
+}
+
+// The token Secret is owned by its Pod only, so the garbage collector
+// removes it with the Pod, and the reference asks for no more than the
+// Secret's create and delete: no controller claim, no blockOwnerDeletion
+// (which would take update on pods/finalizers where owner references are
+// enforced).
+func TestTokenSecretIsOwnedByItsPod(t *testing.T) {
+	r := testRun("example", crawlv1.CrawlTargetSpec{URL: "https://example.com/"})
+	pod := Pod(r, testConfig())
+	pod.UID = "pod-uid-7"
+	s := TokenSecret(r, pod, "the-token")
+	if s.Name != "example-crawl-3-token" || s.Name != pod.Spec.Containers[0].Env[0].ValueFrom.SecretKeyRef.Name || s.Namespace != pod.Namespace {
+		t.Errorf("Secret %s/%s, Pod %s/%s reads %s", s.Namespace, s.Name, pod.Namespace, pod.Name, pod.Spec.Containers[0].Env[0].ValueFrom.SecretKeyRef.Name)
+	}
+	want := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: "pod-uid-7"}}
+	if !reflect.DeepEqual(s.OwnerReferences, want) {
+		t.Errorf("owner references %+v, want %+v", s.OwnerReferences, want)
+	}
+	if string(s.Data[TokenKey]) != "the-token" || s.Immutable == nil || !*s.Immutable || s.Type != corev1.SecretTypeOpaque {
+		t.Errorf("Secret %+v", s)
+	}
+	if s.Labels[LabelTargetUID] != "uid-1" || s.Labels[LabelRun] != "3" || s.Labels[LabelManagedBy] != ManagedByValue {
+		t.Errorf("labels %v", s.Labels)
 	}
 }
 

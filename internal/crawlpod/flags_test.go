@@ -107,7 +107,7 @@ func TestPodTakesConfiguredSettings(t *testing.T) {
 					pod.Annotations[AnnotationTokenSHA256] != "abc" {
 					t.Errorf("annotations = %v", pod.Annotations)
 				}
-				if s := TokenSecret(testRun("t", crawlv1.CrawlTargetSpec{URL: "https://example.com/"}), "x"); s.Labels["team"] != "" {
+				if s := TokenSecret(testRun("t", crawlv1.CrawlTargetSpec{URL: "https://example.com/"}), pod, "x"); s.Labels["team"] != "" {
 					t.Errorf("the token Secret got the Pods' extra labels: %v", s.Labels)
 				}
 			},

@@ -90,12 +90,15 @@ func SetPodPhase(t testing.TB, c client.Client, pod *corev1.Pod, phase corev1.Po
 }
 
 // RunToken reads the token the operator handed a run, as the Pod would.
+// The operator makes the Secret just after the Pod (it is the Pod's to
+// own), so a Pod may be seen a moment before its Secret; a kubelet waits
+// for it too.
 func RunToken(t testing.TB, c client.Client, pod *corev1.Pod) string {
 	t.Helper()
 	s := &corev1.Secret{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: pod.Namespace, Name: crawlpod.SecretName(pod.Name)}, s); err != nil {
-		t.Fatal(err)
-	}
+	Eventually(t, 10*time.Second, "the token Secret of "+pod.Name, func() error {
+		return c.Get(context.Background(), client.ObjectKey{Namespace: pod.Namespace, Name: crawlpod.SecretName(pod.Name)}, s)
+	})
 	return string(s.Data[crawlpod.TokenKey])
 }
 

@@ -1,10 +1,13 @@
 // Package uninstall removes what the manager made and nothing the users
-// made: crawler Pods, their token Secrets and the operator-managed crawler
-// NetworkPolicies. The chart runs it (`manager cleanup`) as a post-delete
-// hook of `helm uninstall`, once the manager is gone and so can start no
-// more crawls. CrawlTargets, Exclusions and SiteIndexes stay, as do their
-// CRDs (crds.keep); a reinstall picks the targets up again and crawls
-// those whose run was cut short.
+// made: crawler Pods and the operator-managed crawler NetworkPolicies. Each
+// Pod's token Secret is owned by its Pod, so the garbage collector removes
+// it with the Pod: the cleanup needs no right on Secrets at all, and above
+// all none to list them, which would let it read every Secret in its
+// scope. The chart runs it (`manager cleanup`) as a post-delete hook of
+// `helm uninstall`, once the manager is gone and so can start no more
+// crawls. CrawlTargets, Exclusions and SiteIndexes stay, as do their CRDs
+// (crds.keep); a reinstall picks the targets up again and crawls those
+// whose run was cut short.
 package uninstall
 
 import (
@@ -20,15 +23,16 @@ import (
 )
 
 // Selector matches every object the manager makes for crawls: crawler
-// Pods, their Secrets and the crawler NetworkPolicy all carry it.
+// Pods, their Secrets and the crawler NetworkPolicy all carry it (Cleanup
+// lists only the Pods and NetworkPolicies by it).
 var Selector = client.MatchingLabels{crawlpod.LabelName: crawlpod.NameValue, crawlpod.LabelManagedBy: crawlpod.ManagedByValue}
 
 // Removed counts what Cleanup deleted.
-type Removed struct{ Pods, Secrets, NetworkPolicies int }
+type Removed struct{ Pods, NetworkPolicies int }
 
 // Cleanup deletes the manager's crawl objects in the namespaces given, or
-// in every namespace when none are. Pods go first, so no crawler is left
-// with its Secret gone; each Pod gets its grace period.
+// in every namespace when none are; each Pod gets its grace period, and
+// its token Secret goes once the Pod is gone.
 func Cleanup(ctx context.Context, c client.Client, namespaces []string) (Removed, error) {
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
@@ -40,7 +44,6 @@ func Cleanup(ctx context.Context, c client.Client, namespaces []string) (Removed
 		name  string
 	}{
 		{&corev1.PodList{}, &r.Pods, "crawler Pods"},
-		{&corev1.SecretList{}, &r.Secrets, "crawler Secrets"},
 		{&networkingv1.NetworkPolicyList{}, &r.NetworkPolicies, "crawler NetworkPolicies"},
 	} {
 		for _, ns := range namespaces {
@@ -54,9 +57,8 @@ func Cleanup(ctx context.Context, c client.Client, namespaces []string) (Removed
 	return r, nil
 }
 
-// deleteAll lists and deletes one by one rather than DeleteAllOf: a
-// deletecollection right on Secrets would be broader than needed, and the
-// count says what went.
+// deleteAll lists and deletes one by one rather than DeleteAllOf: the
+// count says what went, and deletecollection would be one more right.
 func deleteAll(ctx context.Context, c client.Client, list client.ObjectList, ns string) (int, error) {
 	if err := c.List(ctx, list, Selector, client.InNamespace(ns)); err != nil {
 		return 0, err

@@ -656,9 +656,10 @@ func firstLines(s string, n int) string {
 
 // helm uninstall's cleanup: a post-delete Job (the manager is gone by
 // then) running `manager cleanup` where the manager Pods may run, with
-// RBAC that can list and delete Pods, Secrets and NetworkPolicies and
-// nothing else, cluster-wide or (watchNamespaces) in each watched
-// namespace only; all of it deleted once the Job succeeded.
+// RBAC that can list and delete Pods and NetworkPolicies and nothing else
+// (the crawlers' token Secrets go with their Pods, by garbage collection),
+// cluster-wide or (watchNamespaces) in each watched namespace only; all of
+// it deleted once the Job succeeded.
 func TestUninstallCleanupHook(t *testing.T) {
 	tolerations := []any{map[string]any{"key": "crawl.lohisoft.com/egress", "operator": "Exists", "effect": "NoSchedule"}}
 	for _, c := range []struct {
@@ -694,7 +695,7 @@ func TestUninstallCleanupHook(t *testing.T) {
 				roleNS = append(roleNS, o.GetNamespace())
 				rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
 				got := fmt.Sprint(rules)
-				want := "[map[apiGroups:[] resources:[pods secrets] verbs:[list delete]] map[apiGroups:[networking.k8s.io] resources:[networkpolicies] verbs:[list delete]]]"
+				want := "[map[apiGroups:[] resources:[pods] verbs:[list delete]] map[apiGroups:[networking.k8s.io] resources:[networkpolicies] verbs:[list delete]]]"
 				if got != want {
 					t.Errorf("%s rules %s, want %s", c.roleKind, got, want)
 				}

@@ -172,6 +172,11 @@ func (j *Journal) Do(c Change) error {
 		if isMountPoint(c.Name) {
 			return nil // not ours: leave it when undoing
 		}
+	case Netns:
+		// ip netns add would make this mount itself, and leave it.
+		if err := j.Do(Change{Kind: SharedMount, Name: NetnsDir}); err != nil {
+			return err
+		}
 	case Sysctl:
 		old, err := ReadSysctl(c.Name)
 		if err != nil {

@@ -196,7 +196,6 @@ func (w Internet) Changes() []hostchange.Change {
 		return hostchange.Change{Kind: hostchange.Rule, Family: fam, Table: table, Args: args}
 	}
 	out := []hostchange.Change{
-		{Kind: hostchange.SharedMount, Name: hostchange.NetnsDir},
 		{Kind: hostchange.Netns, Name: ns},
 		{Kind: hostchange.Link, Name: link, Args: []string{"type", "veth", "peer", "name", peer, "netns", ns}},
 		do(hostchange.Addr, "", hostLink.String(), "dev", link),

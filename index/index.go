@@ -129,6 +129,7 @@ type Index struct {
 	checker *fcrdns.Checker
 	egress  egress.Policy
 	handler http.Handler
+	server  *httpserver.Runnable
 }
 
 // Setup checks the options and registers the backend connection, the
@@ -172,15 +173,14 @@ func Setup(mgr ctrl.Manager, opts Options) (*Index, error) {
 	bot := &botpage.Handler{Identity: opts.Identity, Egress: ix.egressSource(mgr.GetClient())}
 	pages := &searchui.Handler{Store: st, Targets: crawlTargets(mgr.GetClient())}
 	ix.handler = route(&searchapi.Handler{Store: st}, bot, pages)
+	ix.server = &httpserver.Runnable{Name: "index", Addr: opts.BindAddress, Handler: ix.handler}
 
 	registerMetrics()
 	setup := []func() error{
 		func() error { return mgr.Add(st) },
 		func() error { return ix.syncer.SetupWithManager(mgr) },
 		func() error { return ix.checker.SetupWithManager(mgr) },
-		func() error {
-			return mgr.Add(&httpserver.Runnable{Name: "index", Addr: opts.BindAddress, Handler: ix.handler})
-		},
+		func() error { return mgr.Add(ix.server) },
 	}
 	for _, f := range setup {
 		if err := f(); err != nil {
@@ -237,8 +237,13 @@ func (ix *Index) EgressPolicy() egress.Policy { return ix.egress }
 // server does.
 func (ix *Index) Handler() http.Handler { return ix.handler }
 
-// Close closes the backend.
-func (ix *Index) Close() error { return ix.backend.Close() }
+// Close waits for the searches the server was answering when the manager
+// stopped (the server drains them after mgr.Start has returned, so they
+// do not delay the Lease's hand-over), then closes the backend.
+func (ix *Index) Close() error {
+	ix.server.Wait()
+	return ix.backend.Close()
+}
 
 // CheckStorage checks the form of a storage DSN without connecting, and
 // names its kind: "sqlite" or "postgres".

@@ -23,25 +23,26 @@ import (
 // replica is a manager process: this test binary running main.
 type replica struct {
 	name string
-	// metricsAddr is host:port of its metrics endpoint.
-	metricsAddr string
-	cmd         *exec.Cmd
-	exited      chan error
-	log         string
+	// metricsAddr and resultsAddr are host:port of its metrics and
+	// results endpoints.
+	metricsAddr, resultsAddr string
+	cmd                      *exec.Cmd
+	exited                   chan error
+	log                      string
 }
 
 // startReplica starts a manager process on the test API server with its
 // own addresses and SQLite index, and args after those.
 func startReplica(t *testing.T, name string, args ...string) *replica {
 	t.Helper()
-	r := &replica{name: name, metricsAddr: testutil.FreeAddr(t), exited: make(chan error, 1), log: filepath.Join(t.TempDir(), name+".log")}
+	r := &replica{name: name, metricsAddr: testutil.FreeAddr(t), resultsAddr: testutil.FreeAddr(t), exited: make(chan error, 1), log: filepath.Join(t.TempDir(), name+".log")}
 	logFile, err := os.Create(r.log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.cmd = exec.Command(os.Args[0], append([]string{
 		"--metrics-bind-address=" + r.metricsAddr,
-		"--health-probe-bind-address=" + testutil.FreeAddr(t), "--results-bind-address=" + testutil.FreeAddr(t), "--index-bind-address=" + testutil.FreeAddr(t),
+		"--health-probe-bind-address=" + testutil.FreeAddr(t), "--results-bind-address=" + r.resultsAddr, "--index-bind-address=" + testutil.FreeAddr(t),
 		"--crawler-image=crawler:test", "--storage=sqlite://" + filepath.Join(t.TempDir(), "index.db"), "--egress-check-interval=1h",
 		"--manager-namespace=crawl-system",
 	}, args...)...)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,6 +92,12 @@ type Syncer struct {
 	// checked is closed once the start-up check has run.
 	checked                  chan struct{}
 	checkedMake, checkedDone sync.Once
+
+	// stepDown is set once the manager stops this replica's leader
+	// runnables, which is before it releases the Lease. A report still
+	// being written then may finish after another replica leads and
+	// purges without this lock, so it is checked as a standby's is.
+	stepDown atomic.Bool
 }
 
 // Checked is closed once the start-up check has compared the backend with
@@ -135,6 +142,9 @@ func (s *Syncer) SetupWithManager(mgr ctrl.Manager) error {
 		s.Backend.OnUp(s.retryPending)
 	}
 	register(s)
+	if err := mgr.Add(stepDownOnStop{s}); err != nil {
+		return err
+	}
 	return mgr.Add(&startCheck{syncer: s, cache: mgr.GetCache()})
 }
 
@@ -282,7 +292,20 @@ func touches(doc store.SiteDoc, domains []string) bool {
 	return inAny(store.Host(doc.Site), domains) || len(linksOutside(doc.Links, domains)) != len(doc.Links)
 }
 
+// stepDownOnStop is a leader runnable that sets stepDown when it is told
+// to stop.
+type stepDownOnStop struct{ s *Syncer }
+
+func (r stepDownOnStop) Start(ctx context.Context) error {
+	<-ctx.Done()
+	r.s.stepDown.Store(true)
+	return nil
+}
+
 func (s *Syncer) leading() bool {
+	if s.stepDown.Load() {
+		return false
+	}
 	if s.Elected == nil {
 		return true
 	}

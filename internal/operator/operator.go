@@ -20,6 +20,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -121,6 +122,30 @@ const (
 	DefaultMaxConcurrentReconciles = 64
 	DefaultKubeAPIQPS              = 500
 	DefaultKubeAPIBurst            = 1000
+)
+
+// The hand-over of the Lease when the leader stops (a rollout, a drain):
+// the leader releases it once its reconcilers have stopped, and the
+// standby takes it at its next try.
+const (
+	// LeaderRetryPeriod is how often the standby tries for the Lease,
+	// jittered up to 2.2 times (client-go), and how often the leader
+	// renews it. controller-runtime's 2 s left the standby up to 4.4 s
+	// behind a released Lease, which with the leader's own stop misses
+	// a hand-over within 5 s; the price is one Lease write a second.
+	// The Lease lasts controller-runtime's 15 s.
+	LeaderRetryPeriod = time.Second
+	// LeaderRenewDeadline is controller-runtime's default, named here
+	// because it also bounds the release at shutdown.
+	LeaderRenewDeadline = 10 * time.Second
+	// GracefulShutdownTimeout bounds the manager's stop up to the
+	// release, which itself may take up to LeaderRenewDeadline. Both
+	// must end before the kubelet's SIGKILL at the Pod's
+	// terminationGracePeriodSeconds (30 s, in the chart and
+	// config/manager): controller-runtime's default of 30 s, as long as
+	// the Pod's grace, let a stop that ran to its limit be killed with
+	// the Lease held, and the standby wait for it to expire (15 s more).
+	GracefulShutdownTimeout = 15 * time.Second
 )
 
 // Defaults are the manager's flag defaults.
@@ -271,6 +296,8 @@ type Operator struct {
 	// and may wrap its Reader before Start (the handler reads the field on
 	// each request).
 	Results *reportendpoint.Server
+	// resultsServer serves Results; nil with ResultsAddr "0".
+	resultsServer *httpserver.Runnable
 }
 
 // New checks o, creates the manager and wires everything into it. adjust
@@ -310,9 +337,15 @@ func New(cfg *rest.Config, o Options, adjust ...func(*ctrl.Options)) (*Operator,
 		LeaderElectionID:        "crawl-operator.crawl.lohisoft.com",
 		LeaderElectionNamespace: o.Manager.LeaderElectionNamespace,
 		// Hand the Lease over at shutdown (after every runnable has
-		// stopped) instead of letting it expire, so a rollout leaves no
-		// 15 s without a leader. Safe: cmd/manager exits once Start returns.
+		// returned) instead of letting it expire, so a rollout leaves no
+		// 15 s without a leader. Safe: once Start returns, the process
+		// only finishes the requests the results endpoint and the index
+		// were serving (Operator.Start), which every replica serves
+		// anyway, and exits.
 		LeaderElectionReleaseOnCancel: true,
+		RetryPeriod:                   ptr.To(LeaderRetryPeriod),
+		RenewDeadline:                 ptr.To(LeaderRenewDeadline),
+		GracefulShutdownTimeout:       ptr.To(GracefulShutdownTimeout),
 		Cache:                         cacheOpts,
 		// The manager never reads a Secret (its RBAC grants create and
 		// delete only). Should a read ever be added, it goes to the API
@@ -385,7 +418,8 @@ func (op *Operator) wire(o Options) error {
 	}
 	reportendpoint.RegisterMetrics()
 	if o.Manager.ResultsAddr != "0" {
-		if err := mgr.Add(&httpserver.Runnable{Name: "results", Addr: o.Manager.ResultsAddr, Handler: op.Results.Handler()}); err != nil {
+		op.resultsServer = &httpserver.Runnable{Name: "results", Addr: o.Manager.ResultsAddr, Handler: op.Results.Handler()}
+		if err := mgr.Add(op.resultsServer); err != nil {
 			return err
 		}
 	}
@@ -402,9 +436,15 @@ func (op *Operator) wire(o Options) error {
 	return mgr.AddReadyzCheck("index", op.Index.BackendCheck)
 }
 
-// Start runs the manager until ctx ends, then closes the index backend.
+// Start runs the manager until ctx ends, then lets the crawler reports
+// and searches in flight finish (httpserver.DrainTimeout at most: they do
+// not hold the Lease, which is released before Manager.Start returns) and
+// closes the index backend they write and read.
 func (op *Operator) Start(ctx context.Context) error {
 	defer op.Index.Close()
+	if op.resultsServer != nil {
+		defer op.resultsServer.Wait()
+	}
 	return op.Manager.Start(ctx)
 }
 

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
+	"github.com/lohisoft/crawl-operator/internal/httpserver"
 	"github.com/lohisoft/crawl-operator/internal/operator"
 )
 
@@ -193,6 +195,7 @@ func TestKustomizeDefaultMatchesTheChart(t *testing.T) {
 		{"spec", "strategy"},
 		{"spec", "template", "metadata", "labels"},
 		{"spec", "template", "spec", "securityContext"},
+		{"spec", "template", "spec", "terminationGracePeriodSeconds"},
 		{"spec", "template", "spec", "volumes"},
 		{"spec", "template", "spec", "containers"},
 	} {
@@ -210,4 +213,22 @@ func TestKustomizeDefaultMatchesTheChart(t *testing.T) {
 		t.Errorf("config/default image %q is not pinned", image)
 	}
 	managerOptions(t, kust)
+}
+
+// The kubelet's SIGKILL at the Pod's grace period comes after the manager
+// has stopped and released its Lease, and after the reports and searches
+// in flight have drained: killed earlier, the manager would leave the
+// Lease to expire and the standby 15 s without leading.
+func TestGracePeriodOutlastsTheManagersStop(t *testing.T) {
+	objs, err := renderRelease(t, "crawl", releaseNamespace, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, _ := unstructured.NestedFieldNoCopy(find(objs, "Deployment", "").Object, "spec", "template", "spec", "terminationGracePeriodSeconds")
+	grace, _ := v.(float64) // decoded from JSON; unset fails: the chart must say it
+	stop := operator.GracefulShutdownTimeout + operator.LeaderRenewDeadline
+	if time.Duration(grace)*time.Second <= max(stop, httpserver.DrainTimeout) {
+		t.Errorf("terminationGracePeriodSeconds %v: want more than the manager's stop and the Lease's release (%s) and the drain (%s)",
+			v, stop, httpserver.DrainTimeout)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -27,11 +28,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	crawlv1alpha1 "github.com/lohisoft/crawl-operator/api/v1alpha1"
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/controllers"
 	"github.com/lohisoft/crawl-operator/controllers/crawlqueue"
 	"github.com/lohisoft/crawl-operator/crawler/engine"
 	"github.com/lohisoft/crawl-operator/index"
+	"github.com/lohisoft/crawl-operator/internal/conversion"
 	"github.com/lohisoft/crawl-operator/internal/crawlpod"
 	"github.com/lohisoft/crawl-operator/internal/egress"
 	"github.com/lohisoft/crawl-operator/internal/httpserver"
@@ -96,6 +99,9 @@ type ManagerOptions struct {
 	// after the index backend's caches, given to the Go runtime as its
 	// soft limit (GoMemLimit).
 	MemoryLimitRatio float64
+	// Webhook serves the CRDs' conversion webhook (internal/conversion);
+	// off unless its address is set.
+	Webhook conversion.Flags
 }
 
 // The manager's throughput defaults, for thousands of CrawlTargets.
@@ -153,7 +159,7 @@ func Defaults() Options {
 	return Options{
 		Manager: ManagerOptions{MetricsAddr: ":8080", MetricsSecure: true, ProbeAddr: ":8081", ResultsAddr: ":8083",
 			MaxConcurrentReconciles: DefaultMaxConcurrentReconciles, KubeAPIQPS: DefaultKubeAPIQPS, KubeAPIBurst: DefaultKubeAPIBurst,
-			MemoryLimitRatio: DefaultMemoryLimitRatio},
+			MemoryLimitRatio: DefaultMemoryLimitRatio, Webhook: conversion.DefaultFlags()},
 		Pod:                 crawlpod.DefaultConfig(),
 		MaxCrawlsPerNode:    4,
 		EgressQuarantine:    egress.DefaultQuarantine,
@@ -189,6 +195,7 @@ func (m *ManagerOptions) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&m.KubeAPIBurst, "kube-api-burst", m.KubeAPIBurst, "Most requests the manager sends to the Kubernetes API server in a burst above --kube-api-qps.")
 	fs.Float64Var(&m.MemoryLimitRatio, "memory-limit-ratio", m.MemoryLimitRatio, "Set the Go runtime's soft memory limit to this fraction of the container's memory limit, read from $"+MemoryLimitEnv+" (bytes; the chart sets it from the downward API), after the binary's resident pages (64 MiB) and the SQLite backend's page caches (4 × 8 MiB) are set aside. An explicit GOMEMLIMIT wins.")
 	fs.StringVar(&m.PprofAddr, "pprof-bind-address", m.PprofAddr, "Address Go's pprof profiles are served on, for diagnosis (plain HTTP, no authentication: keep it on loopback); empty or 0 serves them nowhere.")
+	m.Webhook.BindFlags(fs)
 }
 
 // The manager authenticates and authorizes metrics scrapes through the API
@@ -233,6 +240,11 @@ func (o Options) Validate() error {
 	}
 	if err := o.Manager.validateMemoryLimitRatio(); err != nil {
 		return err
+	}
+	if o.Manager.Webhook.Enabled() {
+		if _, err := o.Manager.Webhook.Options(o.NetworkPolicy.ManagerNamespace); err != nil {
+			return err
+		}
 	}
 	if err := o.Pod.Validate(); err != nil {
 		return err
@@ -353,6 +365,18 @@ func New(cfg *rest.Config, o Options, adjust ...func(*ctrl.Options)) (*Operator,
 		// would list and watch every Secret in the cluster.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 	}
+	var conv *conversion.Webhook
+	if o.Manager.Webhook.Enabled() {
+		wo, err := o.Manager.Webhook.Options(o.NetworkPolicy.ManagerNamespace)
+		if err != nil {
+			return nil, err
+		}
+		wo.Namespaces = o.Manager.WatchNamespaces
+		if conv, err = conversion.New(wo); err != nil {
+			return nil, fmt.Errorf("conversion webhook: %w", err)
+		}
+		mgrOpts.WebhookServer = conv.Server()
+	}
 	for _, f := range adjust {
 		f(&mgrOpts)
 	}
@@ -368,6 +392,12 @@ func New(cfg *rest.Config, o Options, adjust ...func(*ctrl.Options)) (*Operator,
 	if err := op.wire(o); err != nil {
 		_ = ix.Close()
 		return nil, err
+	}
+	if conv != nil {
+		if err := conv.Setup(mgr); err != nil {
+			_ = ix.Close()
+			return nil, err
+		}
 	}
 	return op, nil
 }
@@ -453,5 +483,8 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(crawlv1.AddToScheme(s))
+	// The conversion webhook decodes v1alpha1 and the injector reads CRDs.
+	utilruntime.Must(crawlv1alpha1.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	return s
 }

@@ -355,14 +355,17 @@ func (e *Env) Refused() ([]string, error) {
 	return out, nil
 }
 
-// Granted expands RBAC rules into the permissions they grant. Rules with
-// resourceNames or nonResourceURLs are refused: the operator's roles have
-// none.
+// Granted expands RBAC rules into the permissions they grant, whether or
+// not a rule names the objects (resourceNames). Rules with
+// nonResourceURLs are refused: the operator's roles have none.
 func Granted(rules []rbacv1.PolicyRule) (map[Permission]bool, error) {
 	out := map[Permission]bool{}
 	for _, r := range rules {
-		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
-			return nil, fmt.Errorf("rule %+v: resourceNames and nonResourceURLs are not expected", r)
+		// A rule naming resources (resourceNames) grants its verbs on
+		// those only; it counts as granting them, which a request of the
+		// verb then uses.
+		if len(r.NonResourceURLs) > 0 {
+			return nil, fmt.Errorf("rule %+v: nonResourceURLs are not expected", r)
 		}
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {

@@ -108,7 +108,7 @@ func sinks() []sink {
 		{path: "fullnameOverride", base: "postgres", cands: dnsNames, at: []locator{
 			{"Deployment name", objName("Deployment"), str},
 			{"ServiceAccount name", objName("ServiceAccount"), str},
-			{"Service names", objNames("Service"), func(c string) any { return []string{c + "-index", c + "-metrics", c + "-results"} }},
+			{"Service names", objNames("Service"), func(c string) any { return []string{c + "-index", c + "-metrics", c + "-results", c + "-webhook"} }},
 			{"PodDisruptionBudget name", objName("PodDisruptionBudget"), str},
 			{"--results-url", arg("results-url"), func(c string) any { return "http://" + c + "-results.crawl-system.svc:8083" }},
 		}},

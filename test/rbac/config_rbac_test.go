@@ -33,6 +33,14 @@ var grantedButUnseen = map[testenv.Permission]string{
 		"this suite serves no metrics, cmd/manager's TestMetricsNeedAuthentication runs it (401 without a token, 200 with the reader role)",
 	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews", Verb: "create"}: "the secured metrics endpoint's authorization; " +
 		"this suite serves no metrics, cmd/manager's TestMetricsNeedAuthentication runs it (403 without the reader role)",
+	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Verb: "get"}: "the conversion webhook's caBundle injector " +
+		"(internal/conversion); this suite serves no webhook, test/conversion runs it as config/rbac's ServiceAccount, where a refused request fails the suite",
+	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Verb: "patch"}: "the conversion webhook's caBundle injector " +
+		"(internal/conversion); this suite serves no webhook, test/conversion runs it as config/rbac's ServiceAccount, where a refused request fails the suite",
+	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions/status", Verb: "patch"}: "the storage migration " +
+		"(internal/conversion) setting storedVersions; this suite serves no webhook, test/conversion migrates objects stored as v1alpha1 as config/rbac's ServiceAccount",
+	{Group: "crawl.lohisoft.com", Resource: "exclusions", Verb: "patch"}: "the storage migration rewriting Exclusions stored as v1alpha1; " +
+		"this suite serves no webhook, test/conversion migrates them as config/rbac's ServiceAccount",
 }
 
 // configRoles are config/rbac's ClusterRole and leader-election Role.

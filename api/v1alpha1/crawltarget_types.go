@@ -184,6 +184,7 @@ type CrawlTargetStatus struct {
 
 // CrawlTarget is a site LohiSoftBot crawls, at most 20 pages at a time.
 // +kubebuilder:object:root=true
+// +kubebuilder:deprecatedversion:warning="crawl.lohisoft.com/v1alpha1 is deprecated: use crawl.lohisoft.com/v1beta1 (docs/api.md)"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ct,categories=crawl
 // +kubebuilder:printcolumn:name="Host",type=string,JSONPath=`.status.host`

@@ -64,6 +64,7 @@ type ExclusionStatus struct {
 
 // Exclusion is a domain LohiSoftBot never crawls; its pages are purged.
 // +kubebuilder:object:root=true
+// +kubebuilder:deprecatedversion:warning="crawl.lohisoft.com/v1alpha1 is deprecated: use crawl.lohisoft.com/v1beta1 (docs/api.md)"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=ex,categories=crawl
 // +kubebuilder:printcolumn:name="Domain",type=string,JSONPath=`.spec.domain`

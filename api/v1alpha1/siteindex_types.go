@@ -147,6 +147,7 @@ type SiteIndexStatus struct {
 // SiteIndex holds the pages found by the latest crawl of one site. It has
 // the name of its CrawlTarget and is owned by it.
 // +kubebuilder:object:root=true
+// +kubebuilder:deprecatedversion:warning="crawl.lohisoft.com/v1alpha1 is deprecated: use crawl.lohisoft.com/v1beta1 (docs/api.md)"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:path=siteindexes,shortName=si,categories=crawl
 // +kubebuilder:printcolumn:name="Site",type=string,JSONPath=`.spec.site`

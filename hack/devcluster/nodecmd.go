@@ -19,6 +19,7 @@ import (
 	"github.com/lohisoft/crawl-operator/hack/devcluster/addons"
 	"github.com/lohisoft/crawl-operator/hack/devcluster/cluster"
 	"github.com/lohisoft/crawl-operator/hack/devcluster/node"
+	"github.com/lohisoft/crawl-operator/internal/repo"
 )
 
 // nodesCommand runs `devcluster nodes plan|up|down|check|preflight`: the
@@ -276,26 +277,7 @@ func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args
 
 // repoRoot is the repository: the parent of bin/ when this is
 // bin/devcluster, else the module around the working directory.
-func repoRoot() string {
-	isRepo := func(d string) bool {
-		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
-		return err == nil && strings.HasPrefix(string(b), "module github.com/lohisoft/crawl-operator\n")
-	}
-	if exe, err := os.Executable(); err == nil {
-		if r := filepath.Dir(filepath.Dir(exe)); isRepo(r) {
-			return r
-		}
-	}
-	wd, _ := os.Getwd()
-	for d := wd; ; d = filepath.Dir(d) {
-		if isRepo(d) {
-			return d
-		}
-		if d == filepath.Dir(d) {
-			return wd
-		}
-	}
-}
+func repoRoot() string { return repo.RootOfCommand() }
 
 // defaultNodesDir is where `make dev-cluster REAL_NODE=1` keeps its nodes
 // ($RN_DIR moves it).

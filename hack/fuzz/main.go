@@ -29,6 +29,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/lohisoft/crawl-operator/internal/repo"
 )
 
 func main() {
@@ -39,7 +41,7 @@ func main() {
 	if fuzztime == "" {
 		fuzztime = "3s"
 	}
-	root, err := repoRoot()
+	root, err := repo.RootOfWorkingDir()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fuzz:", err)
 		os.Exit(1)
@@ -59,24 +61,6 @@ func main() {
 	if !fuzzAll(targets, fuzztime, goTestFuzz(root), os.Stdout) {
 		fmt.Println("fuzzing found failures (see above)")
 		os.Exit(1)
-	}
-}
-
-// repoRoot is the nearest directory at or above the working directory that
-// holds this module's go.mod: the packages are named from it.
-func repoRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
-		if err == nil && strings.HasPrefix(string(b), "module github.com/lohisoft/crawl-operator\n") {
-			return d, nil
-		}
-		if d == filepath.Dir(d) {
-			return "", fmt.Errorf("no crawl-operator go.mod at or above %s", wd)
-		}
 	}
 }
 

@@ -36,6 +36,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/lohisoft/crawl-operator/internal/repo"
 )
 
 const usage = `usage: toolbin k8s
@@ -49,7 +51,7 @@ func main() {
 }
 
 func run(args []string) error {
-	root, err := repoRoot()
+	root, err := repo.RootOfWorkingDir()
 	if err != nil {
 		return err
 	}
@@ -73,25 +75,6 @@ func run(args []string) error {
 		return job.run()
 	default:
 		return errors.New(usage)
-	}
-}
-
-// repoRoot is the nearest directory at or above the working directory that
-// holds this module's go.mod: bin/ and hack/tools are found from it, as
-// the shell scripts before found them from their own place.
-func repoRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
-		if err == nil && strings.HasPrefix(string(b), "module github.com/lohisoft/crawl-operator\n") {
-			return d, nil
-		}
-		if d == filepath.Dir(d) {
-			return "", fmt.Errorf("no crawl-operator go.mod at or above %s", wd)
-		}
 	}
 }
 

@@ -59,7 +59,7 @@ step "CrawlTargets by name"
 for site in http://harbour-bakery.com/ https://secure-bakery.com/; do
 	name=${site#*://}
 	name=${name%%.*}
-	printf 'apiVersion: crawl.lohisoft.com/v1alpha1\nkind: CrawlTarget\nmetadata: {name: %s, namespace: default}\nspec: {url: "%s", delay: 200ms}\n' "$name" "$site" | $KUBECTL apply -f -
+	printf 'apiVersion: crawl.lohisoft.com/v1beta1\nkind: CrawlTarget\nmetadata: {name: %s, namespace: default}\nspec: {url: "%s", delay: 200ms}\n' "$name" "$site" | $KUBECTL apply -f -
 done
 $KUBECTL wait --for=condition=Ready crawltarget --all -n default --timeout=5m
 $KUBECTL get crawltargets -n default -o wide

@@ -227,7 +227,7 @@ func startSite(t *testing.T, ip string, pages int, perRequest time.Duration) *te
 
 func (c *localCluster) applyTarget(t *testing.T, name, siteURL string) {
 	t.Helper()
-	c.mustKubectl(t, fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1alpha1
+	c.mustKubectl(t, fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1beta1
 kind: CrawlTarget
 metadata: {name: %s, namespace: default}
 spec: {url: "%s/", delay: 100ms}
@@ -423,10 +423,10 @@ func TestLocalClusterEndToEnd(t *testing.T) {
 		})
 		// alpha (127.0.0.2) is crawled and indexed; exclude both hosts.
 		for _, host := range []string{"127.0.0.2", "127.0.0.5"} {
-			c.mustKubectl(t, fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1alpha1
+			c.mustKubectl(t, fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1beta1
 kind: Exclusion
 metadata: {name: ex-%s}
-spec: {domain: "%s", reason: e2e}
+spec: {domain: "%s", description: e2e}
 `, strings.ReplaceAll(host, ".", "-"), host), "apply", "-f", "-")
 		}
 		testutil.Eventually(t, 10*time.Second, "running crawler Pod deleted", func() error {

@@ -45,7 +45,7 @@ func fluxBinDir(t *testing.T) string {
 }
 
 func siteTarget(name, siteURL string) string {
-	return fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1alpha1
+	return fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1beta1
 kind: CrawlTarget
 metadata:
   name: %s
@@ -223,13 +223,13 @@ func TestFluxOnRealNode(t *testing.T) {
 	ip := host[:strings.LastIndex(host, ":")]
 
 	t.Run("a commit that adds an Exclusion purges the domain", func(t *testing.T) {
-		if err := fleet.Write(filepath.Join(flux.SitesPath, "exclusion.yaml"), fmt.Appendf(nil, `apiVersion: crawl.lohisoft.com/v1alpha1
+		if err := fleet.Write(filepath.Join(flux.SitesPath, "exclusion.yaml"), fmt.Appendf(nil, `apiVersion: crawl.lohisoft.com/v1beta1
 kind: Exclusion
 metadata:
   name: bridge-sites
 spec:
   domain: %s
-  reason: The sites' owner asked not to be crawled.
+  description: The sites' owner asked not to be crawled.
 `, ip)); err != nil {
 			t.Fatal(err)
 		}

@@ -152,7 +152,7 @@ func toleratesEgressTaint(tols []corev1.Toleration) bool {
 	return false
 }
 
-const target = `apiVersion: crawl.lohisoft.com/v1alpha1
+const target = `apiVersion: crawl.lohisoft.com/v1beta1
 kind: CrawlTarget
 metadata:
   name: shop
@@ -244,13 +244,13 @@ func TestOperatorEndToEnd(t *testing.T) {
 		testutil.SetPodPhase(t, c.client, running, corev1.PodRunning, 0)
 
 		start := time.Now()
-		c.mustRun(t, `apiVersion: crawl.lohisoft.com/v1alpha1
+		c.mustRun(t, `apiVersion: crawl.lohisoft.com/v1beta1
 kind: Exclusion
 metadata:
   name: e2e-example
 spec:
   domain: e2e.example
-  reason: owner asked by email
+  description: owner asked by email
 `, "apply", "-f", "-")
 		testutil.Eventually(t, 10*time.Second, "crawler Pod deleted", func() error {
 			err := c.client.Get(ctx, client.ObjectKeyFromObject(running), &corev1.Pod{})

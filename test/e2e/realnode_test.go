@@ -204,7 +204,7 @@ func (c *realNodeCluster) mustKubectl(t *testing.T, stdin string, args ...string
 
 func (c *realNodeCluster) applyTarget(t *testing.T, name, siteURL string) {
 	t.Helper()
-	c.mustKubectl(t, fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1alpha1
+	c.mustKubectl(t, fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1beta1
 kind: CrawlTarget
 metadata: {name: %s, namespace: %s}
 spec: {url: "%s/", delay: 100ms}
@@ -623,10 +623,10 @@ func TestRealNodeEndToEnd(t *testing.T) {
 		pid := c.containerPID(t, pod)
 		start := time.Now()
 		// Every site here is on the bridge address: this excludes bakery too.
-		c.mustKubectl(t, fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1alpha1
+		c.mustKubectl(t, fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1beta1
 kind: Exclusion
 metadata: {name: realnode-e2e}
-spec: {domain: "%s", reason: e2e}
+spec: {domain: "%s", description: e2e}
 `, c.gw), "apply", "-f", "-")
 		testutil.Eventually(t, 10*time.Second, "container killed and Pod gone", func() error {
 			if !processGone(pid) {

@@ -337,7 +337,7 @@ func TestWorldOnTwoEgressNodes(t *testing.T) {
 		if s == secure {
 			scheme = "https"
 		}
-		c.mustKubectl(t, fmt.Sprintf("apiVersion: crawl.lohisoft.com/v1alpha1\nkind: CrawlTarget\nmetadata: {name: %s, namespace: default}\nspec: {url: \"%s://%s/\", delay: 100ms}\n",
+		c.mustKubectl(t, fmt.Sprintf("apiVersion: crawl.lohisoft.com/v1beta1\nkind: CrawlTarget\nmetadata: {name: %s, namespace: default}\nspec: {url: \"%s://%s/\", delay: 100ms}\n",
 			strings.TrimSuffix(s.name, ".com"), scheme, s.name), "apply", "-f", "-")
 	}
 	targets := []string{"harbour-bakery", "secure-bakery", "walled-bakery"}
@@ -448,7 +448,7 @@ func TestWorldOnTwoEgressNodes(t *testing.T) {
 			attempt++
 			for _, s := range fresh {
 				name := fmt.Sprintf("%s-%d", strings.TrimSuffix(s.name, ".com"), attempt)
-				c.mustKubectl(t, fmt.Sprintf("apiVersion: crawl.lohisoft.com/v1alpha1\nkind: CrawlTarget\nmetadata: {name: %s, namespace: default}\nspec: {url: \"http://%s/\", delay: 100ms}\n", name, s.name), "apply", "-f", "-")
+				c.mustKubectl(t, fmt.Sprintf("apiVersion: crawl.lohisoft.com/v1beta1\nkind: CrawlTarget\nmetadata: {name: %s, namespace: default}\nspec: {url: \"http://%s/\", delay: 100ms}\n", name, s.name), "apply", "-f", "-")
 			}
 			return fmt.Errorf("no crawl from %s yet (attempt %d)", botAddrs[1], attempt)
 		})
@@ -463,7 +463,7 @@ func TestWorldOnTwoEgressNodes(t *testing.T) {
 		// The crawl goes to the second node: the first is cordoned until
 		// it runs there.
 		c.mustKubectl(t, "", "cordon", nodes[0])
-		c.mustKubectl(t, "apiVersion: crawl.lohisoft.com/v1alpha1\nkind: CrawlTarget\nmetadata: {name: slow-bakery, namespace: default}\nspec: {url: \"http://slow-bakery.com/\", delay: 100ms}\n", "apply", "-f", "-")
+		c.mustKubectl(t, "apiVersion: crawl.lohisoft.com/v1beta1\nkind: CrawlTarget\nmetadata: {name: slow-bakery, namespace: default}\nspec: {url: \"http://slow-bakery.com/\", delay: 100ms}\n", "apply", "-f", "-")
 		var pod corev1.Pod
 		testutil.Eventually(t, 2*time.Minute, "slow-bakery crawling", func() error {
 			pods := &corev1.PodList{}

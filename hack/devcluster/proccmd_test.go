@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lohisoft/crawl-operator/hack/devcluster/hostproc"
+	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
 // The test binary doubles as the demos' processes: with helperListen set
@@ -32,16 +33,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // `proc start` as the demos use it: started and waited for, kept when it
 // runs, refused when a stranger holds its port, reported with its log when
 // it dies, and stopped by down's stopProcs.
@@ -51,7 +42,7 @@ func TestProcStartAndStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	start := func(name, addr string, env ...string) error {
 		for _, e := range env {
 			k, v, _ := strings.Cut(e, "=")
@@ -88,7 +79,7 @@ func TestProcStartAndStop(t *testing.T) {
 		t.Errorf("start on a held port: %v", err)
 	}
 	// One that dies says how, with its log.
-	err = start("broken", freeAddr(t), "PROC_TEST_FAIL=1")
+	err = start("broken", testutil.FreeAddr(t), "PROC_TEST_FAIL=1")
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "told to fail") {
 		t.Errorf("start of a failing process: %v", err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/lohisoft/crawl-operator/crawler/robots"
 	"github.com/lohisoft/crawl-operator/crawler/runreport"
 	"github.com/lohisoft/crawl-operator/crawler/urlnorm"
+	"github.com/lohisoft/crawl-operator/internal/site"
 )
 
 // Public defaults. The crawl budget and the document's limits are in
@@ -134,6 +135,11 @@ type crawler struct {
 	token  string
 	start  *url.URL
 
+	// upgradable: the start URL's site is plain HTTP on port 80 and its
+	// first visit is not over, so a redirect to https on the same host
+	// moves the crawl there (adopt).
+	upgradable bool
+
 	res      runreport.Crawl
 	policy   robots.Policy
 	addrs    map[string][]netip.Addr // host → IPv4 addresses, for the per-address gates
@@ -187,6 +193,11 @@ func newCrawler(cfg Config, start *url.URL) *crawler {
 		hosts:  &politeness.Hosts{Gap: cfg.Delay},
 		token:  cfg.Token,
 		start:  start,
+		upgradable: func() bool {
+			st, err := site.Parse(start.String())
+			_, ok := st.Secure()
+			return err == nil && ok
+		}(),
 		res: runreport.Crawl{
 			Site:      urlnorm.Origin(start),
 			UserAgent: cfg.UserAgent,
@@ -243,9 +254,7 @@ func (c *crawler) run(ctx context.Context) {
 		return
 	}
 	c.enqueue(c.start)
-	// robots.txt is no page: a link or a sitemap naming it is not worth a
-	// second request (unless it is the start URL, queued already).
-	c.seen[c.robotsURL().String()] = true
+	c.notRobotsAgain()
 	for first := true; len(c.queue) > 0 && !c.stopped; first = false {
 		if ctx.Err() != nil {
 			c.skipRest(stopReason(ctx))
@@ -263,6 +272,7 @@ func (c *crawler) run(ctx context.Context) {
 			c.progress()
 		}
 		if first { // the start URL first, the sitemaps next
+			c.upgradable = false
 			c.readSitemaps(ctx)
 		}
 	}
@@ -350,6 +360,28 @@ func (c *crawler) readRobots(ctx context.Context) {
 		c.cfg.RobotsCache.Put(origin, p)
 	}
 	c.setPolicy(p)
+}
+
+// notRobotsAgain: robots.txt is no page, so a link or a sitemap naming it
+// is not worth a second request (unless it is the start URL, queued
+// already).
+func (c *crawler) notRobotsAgain() {
+	c.seen[c.robotsURL().String()] = true
+}
+
+// adopt moves the crawl to the https site the start URL redirected to (on
+// the same host, default ports: site.IsSecureUpgrade): the site lives
+// there, so its pages, its links and its own robots.txt (RFC 9309: rules
+// are per scheme, host and port) are what count from now on, and the
+// report says which site was asked for.
+func (c *crawler) adopt(ctx context.Context, secure *url.URL) {
+	from := c.res.Site
+	c.upgradable = false
+	c.start = secure
+	c.res.Site, c.res.UpgradedFrom = urlnorm.Origin(secure), from
+	c.log.Info("site upgraded to https", "from", from, "to", c.res.Site)
+	c.readRobots(ctx)
+	c.notRobotsAgain()
 }
 
 func (c *crawler) setPolicy(p robots.Policy) {
@@ -557,6 +589,12 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) {
 		case next != nil:
 			c.alias(key(next), key(cur))
 			cur = next
+			if !urlnorm.SameSite(next, c.start) {
+				// Only a secure upgrade gets here (redirectTarget).
+				if c.adopt(ctx, next); c.stopped {
+					return
+				}
+			}
 			continue
 		case !read:
 		case resp.StatusCode == http.StatusNotModified:
@@ -609,7 +647,7 @@ func (c *crawler) redirectTarget(what string, cur *url.URL, resp *fetch.Response
 	switch {
 	case loc == "" || !ok:
 		why = fmt.Sprintf("HTTP %d without a usable Location", resp.StatusCode)
-	case !urlnorm.SameSite(next, c.start):
+	case !urlnorm.SameSite(next, c.start) && !c.upgrades(what, next):
 		why = fmt.Sprintf("redirects off-site to %s (not followed)", next)
 	case len(next.String()) > runreport.MaxURLLength:
 		why = fmt.Sprintf("redirects to a URL longer than %d bytes", runreport.MaxURLLength)
@@ -629,6 +667,13 @@ func (c *crawler) redirectTarget(what string, cur *url.URL, resp *fetch.Response
 	}
 	c.skip(cur.String(), what+why)
 	return nil
+}
+
+// upgrades reports whether a page redirect to next moves the crawl to the
+// https site of its plain-HTTP start URL (adopt): only during the start
+// URL's visit, so a site cannot switch the crawl halfway through.
+func (c *crawler) upgrades(what string, next *url.URL) bool {
+	return what == "" && c.upgradable && site.IsSecureUpgrade(c.start.String(), next.String())
 }
 
 func (c *crawler) isPage(u *url.URL) bool {

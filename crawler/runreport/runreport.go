@@ -10,10 +10,14 @@ import "time"
 // manager. Field names are part of the public command-line interface.
 type Crawl struct {
 	// Site is the crawled site as scheme://host:port.
-	Site      string `json:"site"`
-	UserAgent string `json:"userAgent"`
-	Robots    Robots `json:"robots"`
-	Pages     []Page `json:"pages"`
+	Site string `json:"site"`
+	// UpgradedFrom is the site the crawl was asked for when its start URL
+	// redirected to the https origin of the same host (default ports
+	// both): Site is then that https site, whose robots.txt applies.
+	UpgradedFrom string `json:"upgradedFrom,omitempty"`
+	UserAgent    string `json:"userAgent"`
+	Robots       Robots `json:"robots"`
+	Pages        []Page `json:"pages"`
 	// Skipped lists at most MaxSkipped URLs that were not indexed, with
 	// the reason; SkippedOmitted counts the ones left off the list.
 	Skipped        []Skip `json:"skipped"`

@@ -56,6 +56,49 @@ func Parse(raw string) (Site, error) {
 	return Site{Scheme: scheme, Host: host, Port: port}, nil
 }
 
+// Secure is the https site a plain-HTTP site becomes when its start URL
+// redirects there: the same host, both on their default ports
+// (http://h:80 → https://h:443). ok is false for any other site: an
+// upgrade that also changes the port or host is another site, and https
+// has nothing to upgrade to.
+func (s Site) Secure() (Site, bool) {
+	if s.Scheme != "http" || s.Port != "80" {
+		return Site{}, false
+	}
+	return Site{Scheme: "https", Host: s.Host, Port: "443"}, true
+}
+
+// Covers reports whether a crawl of s may index other: s itself or its
+// Secure site. A CrawlTarget names http://h/ and the site upgrades every
+// request to https://h/: the pages live there, and they are still that
+// target's.
+func (s Site) Covers(other Site) bool {
+	up, ok := s.Secure()
+	return other == s || ok && other == up
+}
+
+// Crawled is the site a crawl of s says it crawled (reported, as
+// scheme://host:port) when s covers it, and s otherwise: what a report
+// claims beyond that is not the target's.
+func (s Site) Crawled(reported string) Site {
+	if r, err := Parse(reported); err == nil && s.Covers(r) {
+		return r
+	}
+	return s
+}
+
+// IsSecureUpgrade reports whether a redirect from URL from to URL to only
+// upgrades from's site to its Secure site.
+func IsSecureUpgrade(from, to string) bool {
+	a, err := Parse(from)
+	if err != nil {
+		return false
+	}
+	b, err := Parse(to)
+	up, ok := a.Secure()
+	return err == nil && ok && b == up
+}
+
 // HostOf returns the normalised host of a URL, or "" when the URL has none.
 func HostOf(raw string) string {
 	s, err := Parse(raw)

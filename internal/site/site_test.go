@@ -57,3 +57,62 @@ func TestInDomain(t *testing.T) {
 		}
 	}
 }
+
+// A plain-HTTP site upgrades only to https on the same host, both on their
+// default ports: anything else a redirect does makes another site, which a
+// target must not take over.
+func TestSecureUpgrade(t *testing.T) {
+	tests := []struct {
+		from, to string
+		want     bool
+	}{
+		{"http://example.com/", "https://example.com/", true},
+		{"http://example.com:80/a", "https://example.com:443/b?q", true},
+		{"HTTP://Example.com./", "https://example.com/", true},
+		{"http://1.2.3.4/", "https://1.2.3.4/", true},
+		{"https://example.com/", "https://example.com/", false}, // nothing to upgrade
+		{"https://example.com/", "http://example.com/", false},  // a downgrade
+		{"http://example.com/", "http://example.com/", false},   // the same site
+		{"http://example.com:8080/", "https://example.com/", false},
+		{"http://example.com/", "https://example.com:8443/", false},
+		{"http://example.com/", "https://www.example.com/", false},
+		{"http://www.example.com/", "https://example.com/", false},
+		{"http://example.com/", "https://example.com.evil.net/", false},
+		{"http://example.com/", "ftp://example.com/", false},
+		{"http://example.com/", "https://[::1]/", false},
+		{"http://example.com/", "", false},
+		{"", "https://example.com/", false},
+	}
+	for _, tt := range tests {
+		if got := IsSecureUpgrade(tt.from, tt.to); got != tt.want {
+			t.Errorf("IsSecureUpgrade(%q, %q) = %v, want %v", tt.from, tt.to, got, tt.want)
+		}
+	}
+}
+
+func TestCrawled(t *testing.T) {
+	mustParse := func(raw string) Site {
+		s, err := Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	tests := []struct {
+		owner, reported, want string
+	}{
+		{"http://example.com/", "https://example.com:443", "https://example.com:443"},
+		{"http://example.com/", "http://example.com:80", "http://example.com:80"},
+		{"http://example.com/", "https://other.example:443", "http://example.com:80"},
+		{"http://example.com/", "https://example.com:8443", "http://example.com:80"},
+		{"http://example.com/", "garbage", "http://example.com:80"},
+		{"http://example.com/", "", "http://example.com:80"},
+		{"https://example.com/", "http://example.com:80", "https://example.com:443"},
+		{"http://example.com:8080/", "https://example.com:443", "http://example.com:8080"},
+	}
+	for _, tt := range tests {
+		if got := mustParse(tt.owner).Crawled(tt.reported).String(); got != tt.want {
+			t.Errorf("Crawled(%q) of %s = %s, want %s", tt.reported, tt.owner, got, tt.want)
+		}
+	}
+}

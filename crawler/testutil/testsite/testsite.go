@@ -4,7 +4,9 @@
 package testsite
 
 import (
+	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -39,6 +41,28 @@ type Site struct {
 func New(t testing.TB) *Site {
 	s := &Site{routes: map[string]http.HandlerFunc{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Listen starts a site on addr (host:port: a fixed port such as 80 or 443
+// needs root), over TLS with cert when cert is not nil.
+func Listen(t testing.TB, addr string, cert *tls.Certificate) *Site {
+	t.Helper()
+	l, err := net.Listen("tcp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Site{routes: map[string]http.HandlerFunc{}}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.Listener.Close()
+	s.Listener = l
+	if cert != nil {
+		s.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}}
+		s.StartTLS()
+	} else {
+		s.Start()
+	}
 	t.Cleanup(s.Close)
 	return s
 }

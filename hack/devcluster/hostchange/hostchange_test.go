@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/lohisoft/crawl-operator/internal/testutil"
+	"github.com/lohisoft/crawl-operator/internal/testutil/privilege"
 )
 
 func sh(t *testing.T, args ...string) string {
@@ -26,7 +26,7 @@ func exists(args ...string) bool { return exec.Command(args[0], args[1:]...).Run
 // Every kind of change is made, survives a crash (a new Journal read from
 // the file), and is undone in reverse order, leaving nothing.
 func TestJournalUndoesEveryKind(t *testing.T) {
-	testutil.NeedRoot(t, "ip", "iptables", "ip6tables")
+	privilege.NeedRoot(t, "ip", "iptables", "ip6tables")
 	id := fmt.Sprintf("%d", os.Getpid()%100000)
 	ns, link, dummy := "crhc"+id, "crhcv"+id, "crhcd"+id
 	chain := "CRAWL-HCTEST-" + id
@@ -162,7 +162,7 @@ func TestJournalUndoesEveryKind(t *testing.T) {
 
 // Revert undoes only the matching changes and keeps the rest recorded.
 func TestJournalRevert(t *testing.T) {
-	testutil.NeedRoot(t, "ip", "iptables", "ip6tables")
+	privilege.NeedRoot(t, "ip", "iptables", "ip6tables")
 	chain := fmt.Sprintf("CRAWL-HCREV-%d", os.Getpid()%100000)
 	j, err := Open(filepath.Join(t.TempDir(), "journal.json"))
 	if err != nil {
@@ -222,7 +222,7 @@ func TestSplitRule(t *testing.T) {
 // A shared self-mount is made once, sees what is mounted inside it later,
 // and is undone with those mounts; one that was there before is left.
 func TestSharedMount(t *testing.T) {
-	testutil.NeedRoot(t)
+	privilege.NeedRoot(t)
 	dir := filepath.Join(t.TempDir(), "netns")
 	j, err := Open(filepath.Join(t.TempDir(), "journal.json"))
 	if err != nil {

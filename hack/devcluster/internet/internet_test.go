@@ -19,13 +19,14 @@ import (
 
 	"github.com/lohisoft/crawl-operator/hack/devcluster/hostchange"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
+	"github.com/lohisoft/crawl-operator/internal/testutil/privilege"
 )
 
 // need skips a test that changes the machine unless it runs as root with
 // its tools and the DNS server (make coredns-bin); under CI=true it fails.
 func need(t *testing.T) string {
 	t.Helper()
-	testutil.NeedRoot(t, "ip", "iptables", "ip6tables")
+	privilege.NeedRoot(t, "ip", "iptables", "ip6tables")
 	return testutil.BuiltTool(t, "../../..", filepath.Join("bin", "coredns", "coredns"), "coredns-bin")
 }
 

@@ -1,4 +1,7 @@
-package testutil
+// Package privilege holds the one rule for tests that need root: skip
+// without it, fail under CI. It imports nothing of the project, so the
+// crawler's own packages can use it.
+package privilege
 
 import (
 	"os"

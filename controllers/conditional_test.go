@@ -3,8 +3,10 @@ package controllers_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,5 +124,62 @@ func TestConditionalRecrawlThroughTheEndpoint(t *testing.T) {
 	}
 	if got := indexedPages(t, op, "conditional.example.com"); len(got) != 3 {
 		t.Errorf("indexed pages after the unchanged recrawl: %v", got)
+	}
+}
+
+// A target on http:// whose site upgrades to https: the crawl reports the
+// https site and its pages; the manager indexes them as the target's,
+// shows the https site in the CrawlTarget's and the SiteIndex's status,
+// and the next run's validators are the https pages'. A report naming any
+// other site moves nothing.
+func TestUpgradedSiteThroughTheEndpoint(t *testing.T) {
+	createEgressNode(t, "egress-upgraded", "79.139.58.98")
+	op := startOperator(t, operatorOptions{})
+	ns := newNamespace(t)
+	const host = "upgraded.example.com"
+	ct := createTarget(t, ns, "upgraded", "http://"+host+"/")
+	pod, token := runningPod(t, ct)
+
+	// A report claiming another site's pages: nothing of it is indexed,
+	// and the target's site stays.
+	evil := runreport.Report{Result: runreport.Crawl{Site: "https://evil.example:443", Pages: pages("https://evil.example", 2)}}
+	if code, body := postReport(t, op, pod, token, evil); code != http.StatusOK {
+		t.Fatalf("progress: %d %s", code, body)
+	}
+	if got := indexedPages(t, op, "evil.example"); len(got) != 0 {
+		t.Errorf("another site's pages indexed: %v", got)
+	}
+
+	first := pages("https://"+host, 2)
+	first[0].ETag = `"up-1"`
+	final := runreport.Report{Final: true, Result: runreport.Crawl{Site: "https://" + host + ":443", UpgradedFrom: "http://" + host + ":80", Pages: first}}
+	if code, body := postReport(t, op, pod, token, final); code != http.StatusOK {
+		t.Fatalf("final report: %d %s", code, body)
+	}
+	if got := indexedPages(t, op, host); !slices.Equal(got, []string{first[0].URL, first[1].URL}) {
+		t.Errorf("indexed %v, want the https pages", got)
+	}
+	setPodPhase(t, pod, corev1.PodSucceeded, 0)
+	got := waitReady(t, ct, metav1.ConditionTrue, crawlv1.ReasonCrawled)
+	eventually(t, "status.site shows the https site", func() error {
+		if got = getTarget(t, ct); got.Status.Site != "https://"+host+":443" {
+			return fmt.Errorf("status.site %q", got.Status.Site)
+		}
+		return nil
+	})
+	si := &crawlv1.SiteIndex{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ct), si); err != nil {
+		t.Fatal(err)
+	}
+	if si.Spec.Site != "http://"+host+":80" || si.Status.Site != "https://"+host+":443" || len(si.Status.Pages) != 2 || si.Status.Pages[0].URL != "/page-0" {
+		t.Errorf("SiteIndex spec.site %q status.site %q pages %+v", si.Spec.Site, si.Status.Site, si.Status.Pages)
+	}
+
+	patchAnnotation(t, ct, crawlv1.RequestedAtAnnotation, "recrawl")
+	pod2 := waitPod(t, ct, 2)
+	setPodPhase(t, pod2, corev1.PodRunning, 0)
+	prev, err := previousOf(t, op, pod2, runToken(t, pod2))
+	if err != nil || prev.Site != "https://"+host+":443" || len(prev.Pages) != 2 || prev.Pages[0] != (runreport.KnownPage{URL: first[0].URL, ETag: `"up-1"`}) {
+		t.Errorf("recrawl's previous crawl: %+v, %v; want the https pages", prev, err)
 	}
 }

@@ -323,6 +323,9 @@ func (r *CrawlTargetReconciler) ensureSiteIndex(ctx context.Context, s *targetSc
 		s.ct.Status.RetryAfterTime = nil
 		s.ct.Status.EgressNodeName, s.ct.Status.EgressIP = "", ""
 	}
+	// A plain-HTTP site that upgrades to https is shown as where its
+	// pages are.
+	s.ct.Status.Site = s.site.Crawled(si.Status.Site).String()
 	s.index = si
 	return false, nil
 }

@@ -28,6 +28,7 @@ func (src *SiteIndex) ConvertTo(hub conversion.Hub) error {
 		RetryAfterTime: st.RetryAfter.DeepCopy(),
 		Refused:        st.Refused,
 		EgressIP:       st.EgressIP,
+		Site:           st.Site,
 	}
 	if st.Pages != nil {
 		dst.Status.Pages = make([]v1beta1.IndexedPage, len(st.Pages))
@@ -63,6 +64,7 @@ func (dst *SiteIndex) ConvertFrom(hub conversion.Hub) error {
 		RetryAfter: st.RetryAfterTime.DeepCopy(),
 		Refused:    st.Refused,
 		EgressIP:   st.EgressIP,
+		Site:       st.Site,
 	}
 	if st.Pages != nil {
 		dst.Status.Pages = make([]IndexedPage, len(st.Pages))

@@ -30,7 +30,10 @@ const (
 // message naming spec.url instead of the operator failing later.
 type CrawlTargetSpec struct {
 	// URL is where the crawl starts. Its scheme, host and port name the site;
-	// the crawl never leaves that site. http or https only; the host must be
+	// the crawl never leaves that site, except for one move: a plain-HTTP
+	// URL on port 80 that redirects to https on the same host (port 443)
+	// is crawled there, under that site's robots.txt (status.site shows
+	// it). http or https only; the host must be
 	// a DNS name or an IPv4 address (the bot never uses IPv6); a port, if
 	// given, is 1 to 65535.
 	// +kubebuilder:validation:Required
@@ -153,7 +156,9 @@ type CrawlTargetStatus struct {
 	// +optional
 	Phase CrawlPhase `json:"phase,omitempty"`
 
-	// Site is the scheme://host:port the target crawls.
+	// Site is the scheme://host:port the target crawls: spec.url's site,
+	// or its https site (port 443, same host) once a crawl found the
+	// plain-HTTP start URL redirecting there.
 	// +kubebuilder:validation:MaxLength=300
 	// +optional
 	Site string `json:"site,omitempty"`

@@ -155,6 +155,12 @@ type SiteIndexStatus struct {
 	// +kubebuilder:validation:MaxLength=15
 	// +optional
 	EgressIP string `json:"egressIP,omitempty"`
+	// Site is the site Pages are on when it is not spec.site: the https
+	// site (port 443) of a plain-HTTP spec.site (port 80) whose start URL
+	// redirected there, on the same host. Empty: Pages are on spec.site.
+	// +kubebuilder:validation:MaxLength=300
+	// +optional
+	Site string `json:"site,omitempty"`
 }
 
 // SiteIndex holds the pages found by the latest crawl of one site. It has

@@ -246,12 +246,12 @@ func (b *Backend) ReplaceSite(ctx context.Context, doc store.SiteDoc) error {
 }
 
 // DeleteSource implements store.Store.
-func (b *Backend) DeleteSource(ctx context.Context, source, keepSite string) (int64, error) {
+func (b *Backend) DeleteSource(ctx context.Context, source string, keep ...string) (int64, error) {
 	st, err := b.store()
 	if err != nil {
 		return 0, err
 	}
-	n, err := st.DeleteSource(ctx, source, keepSite)
+	n, err := st.DeleteSource(ctx, source, keep...)
 	return n, b.failed(ctx, st, err)
 }
 

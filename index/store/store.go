@@ -193,9 +193,10 @@ type Store interface {
 	// URL, with their validators: what the next crawl of the site sends
 	// back. None (and no error) when the backend holds no such site.
 	Validators(ctx context.Context, source, site string) ([]Validators, error)
-	// DeleteSource removes every site written from source except keepSite
-	// ("" keeps none) and returns the number of pages removed.
-	DeleteSource(ctx context.Context, source, keepSite string) (int64, error)
+	// DeleteSource removes every site written from source except the
+	// sites in keep (none: every site) and returns the number of pages
+	// removed.
+	DeleteSource(ctx context.Context, source string, keep ...string) (int64, error)
 	// PurgeDomain removes every site whose host is domain or a subdomain
 	// of it (site.InDomain), and the links that point into it, and returns
 	// the number of pages removed per source.

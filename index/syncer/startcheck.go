@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,7 +63,7 @@ func planStart(held []store.SourceRun, sis []crawlv1.SiteIndex, excluded func(ho
 		si := bySource[h.Source]
 		st, err := site.Parse(siteOf(si))
 		switch {
-		case si == nil, err != nil, st.String() != h.Site, excluded(st.Host):
+		case si == nil, err != nil, !slices.Contains(st.Covered(), h.Site), excluded(st.Host):
 			plan.remove = append(plan.remove, key)
 		default:
 			holds[h.Source] = h

@@ -192,17 +192,18 @@ func (s *Syncer) retryPending() {
 // sync removes every row of a SiteIndex that is gone, outside the watched
 // namespaces or of an excluded site, and otherwise the rows of sites other
 // than its own (spec.url moved). It never removes the rows of the site a
-// SiteIndex names: the results endpoint may have written them an instant
-// ago, before the SiteIndex shows the run.
+// SiteIndex names, or of that site's https upgrade (site.Covers): the
+// results endpoint may have written them an instant ago, before the
+// SiteIndex shows the run.
 func (s *Syncer) sync(ctx context.Context, req ctrl.Request) error {
 	source := SourceOf(req.Namespace, req.Name)
 	if !s.Namespaces.Has(req.Namespace) {
-		return s.remove(ctx, source, "", "namespace not watched")
+		return s.remove(ctx, source, "namespace not watched")
 	}
 	si := &crawlv1.SiteIndex{}
 	err := s.Client.Get(ctx, req.NamespacedName, si)
 	if apierrors.IsNotFound(err) || (err == nil && !si.DeletionTimestamp.IsZero()) {
-		return s.remove(ctx, source, "", "SiteIndex deleted")
+		return s.remove(ctx, source, "SiteIndex deleted")
 	}
 	if err != nil {
 		return fmt.Errorf("get SiteIndex %s: %w", source, err)
@@ -211,7 +212,7 @@ func (s *Syncer) sync(ctx context.Context, req ctrl.Request) error {
 	if err != nil {
 		// Only a spec.site that fails to parse gets here: nothing of it
 		// can be indexed.
-		return s.remove(ctx, source, "", "spec.site invalid")
+		return s.remove(ctx, source, "spec.site invalid")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -220,9 +221,9 @@ func (s *Syncer) sync(ctx context.Context, req ctrl.Request) error {
 		return err
 	}
 	if inAny(st.Host, domains) {
-		return s.remove(ctx, source, "", "site is excluded")
+		return s.remove(ctx, source, "site is excluded")
 	}
-	return s.remove(ctx, source, st.String(), "site moved")
+	return s.remove(ctx, source, "site moved", st.Covered()...)
 }
 
 // WriteSite makes doc what the backend holds for the SiteIndex key: the
@@ -260,7 +261,7 @@ func (s *Syncer) WriteSite(ctx context.Context, key types.NamespacedName, doc st
 func (s *Syncer) RemoveSite(ctx context.Context, key types.NamespacedName) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.remove(ctx, SourceOf(key.Namespace, key.Name), "", "SiteIndex deleted")
+	return s.remove(ctx, SourceOf(key.Namespace, key.Name), "SiteIndex deleted")
 }
 
 // write writes doc less what the Exclusions read through exclusions
@@ -273,7 +274,7 @@ func (s *Syncer) write(ctx context.Context, doc store.SiteDoc, exclusions client
 		return err
 	}
 	if inAny(store.Host(doc.Site), domains) {
-		if err := s.remove(ctx, doc.Source, "", "site is excluded"); err != nil {
+		if err := s.remove(ctx, doc.Source, "site is excluded"); err != nil {
 			return err
 		}
 		return fmt.Errorf("SiteIndex %s: %w", doc.Source, store.ErrExcluded)
@@ -338,8 +339,8 @@ func (s *Syncer) PurgeDomain(ctx context.Context, domain string) (store.Removed,
 	return s.Store.PurgeDomain(ctx, domain)
 }
 
-func (s *Syncer) remove(ctx context.Context, source, keepSite, why string) error {
-	n, err := s.Store.DeleteSource(ctx, source, keepSite)
+func (s *Syncer) remove(ctx context.Context, source, why string, keep ...string) error {
+	n, err := s.Store.DeleteSource(ctx, source, keep...)
 	if err != nil {
 		return fmt.Errorf("remove rows of SiteIndex %s (%s): %w", source, why, err)
 	}

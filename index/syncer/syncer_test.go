@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -120,6 +121,45 @@ func TestMovedSiteLosesOnlyTheOldRows(t *testing.T) {
 	})
 }
 
+// A target on http://h/ whose site upgrades to https has its pages on
+// https://h: those rows are the SiteIndex's own, even before its status
+// says so (the results endpoint writes the backend first), and are kept.
+func TestUpgradedSiteKeepsItsRows(t *testing.T) {
+	st := openStore(t)
+	m := startManager(t, st, false)
+	ns := namespace(t)
+	si := createSiteIndex(t, m, ns, "a", "http://up.example:80", map[string]string{"/": "Heron"})
+	eventually(t, "indexed", searchFor(st, "heron", "http://up.example/"))
+	replace := func(siteURL, run string) {
+		t.Helper()
+		if _, err := storetest.DB(t, st).ExecContext(ctx, "DELETE FROM sites WHERE source = ?", SourceOf(ns, "a")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := storetest.DB(t, st).ExecContext(ctx,
+			"INSERT INTO sites (site, host, source, crawled_at, run) VALUES (?, 'up.example', ?, NULL, ?)", siteURL, SourceOf(ns, "a"), run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The syncer looks at a SiteIndex whose spec changed: spec.site
+	// written another way is the same site, and a new generation.
+	respell := func(siteURL string) {
+		t.Helper()
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"site":"`+siteURL+`"}}`))
+		if err := k8s.Patch(ctx, si, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replace("https://up.example:443", "a-crawl-2")
+	respell("HTTP://UP.example")
+	consistently(t, "the https rows stay", time.Second, func() error {
+		return wantHeldErr(st, store.SourceRun{Source: SourceOf(ns, "a"), Site: "https://up.example:443", Run: "a-crawl-2"})
+	})
+	// Another port is another site: its rows go.
+	replace("https://up.example:8443", "a-crawl-3")
+	respell("http://up.example:80")
+	eventually(t, "the other port's rows removed", func() error { return wantHeldErr(st) })
+}
+
 // A restart with nothing changed writes nothing: the backend's files stay
 // byte for byte the same size (SQLite file; PostgreSQL relations).
 func TestRestartWithNothingChangedWritesNothing(t *testing.T) {
@@ -199,7 +239,7 @@ func TestRestartRemovesGoneRowsAndAsksForLostCrawls(t *testing.T) {
 	if err := k8s.Delete(ctx, sis["gone"]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.DeleteSource(ctx, SourceOf(ns, "lost"), ""); err != nil {
+	if _, err := st.DeleteSource(ctx, SourceOf(ns, "lost")); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.ReplaceSite(ctx, store.SiteDoc{Source: SourceOf(ns, "older"), Site: "https://older.example:443", Run: "older-crawl-1",
@@ -225,7 +265,7 @@ func TestRestartRemovesGoneRowsAndAsksForLostCrawls(t *testing.T) {
 	if err := k8s.Update(ctx, pending); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.DeleteSource(ctx, SourceOf(ns, "pending"), ""); err != nil {
+	if _, err := st.DeleteSource(ctx, SourceOf(ns, "pending")); err != nil {
 		t.Fatal(err)
 	}
 

@@ -44,7 +44,14 @@ func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, no
 			FetchTime:  timeOrNil(rep.Result.Robots.FetchedAt),
 		},
 	}
-	doc := store.SiteDoc{Site: owner.String(), Run: run}
+	// The pages are the upgraded site's when the crawl says its start URL
+	// moved to https on the same host; any other site it names is not
+	// the target's, and its pages are dropped below.
+	crawled := owner.Crawled(rep.Result.Site)
+	if crawled != owner {
+		st.Site = crawled.String()
+	}
+	doc := store.SiteDoc{Site: crawled.String(), Run: run}
 	before := make(map[string]crawlv1.IndexedPage, len(prev))
 	for _, p := range prev {
 		before[p.URL] = p
@@ -59,7 +66,7 @@ func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, no
 		if !ok || len(u) > crawlv1.MaxURLLength || seen[u] {
 			continue
 		}
-		if s, err := site.Parse(u); err != nil || s != owner {
+		if s, err := site.Parse(u); err != nil || s != crawled {
 			continue
 		}
 		status, title := int32(clampStatus(p.StatusCode)), runreport.Cut(p.Title, crawlv1.MaxTitleLength)
@@ -92,7 +99,7 @@ func Convert(rep runreport.Report, owner site.Site, run string, maxPages int, no
 		}
 		doc.Pages = append(doc.Pages, page)
 	}
-	doc.Links = offSiteLinks(rep, owner)
+	doc.Links = offSiteLinks(rep, crawled)
 	st.Stats = crawlv1.IndexStats{
 		Pages: int32(len(st.Pages)), Skipped: int32(min(len(rep.Result.Skipped), 1<<20)),
 		BytesReceived: min(max(rep.Result.Stats.BytesReceived, 0), maxBytesReceived), PagesUnchanged: int32(unchanged),

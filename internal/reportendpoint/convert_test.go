@@ -2,6 +2,7 @@ package reportendpoint
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +258,49 @@ func TestConvertUnchanged(t *testing.T) {
 	rep.Result.Stats.BytesReceived = -5
 	if got := Convert(rep, owner, "run-2", 20, now, prev).Status.Stats.BytesReceived; got != 0 {
 		t.Errorf("negative bytes received stored as %d", got)
+	}
+}
+
+// A target on http://example.com/ whose start URL moved the crawl to
+// https://example.com: the report says so, and the pages are the https
+// site's. Nothing else a report claims moves the target's site.
+func TestConvertUpgradedSite(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	owner, _ := site.Parse("http://example.com/")
+	pages := []runreport.Page{
+		{URL: "https://example.com/a", StatusCode: 200}, {URL: "http://example.com/b", StatusCode: 200},
+		{URL: "https://example.com:8443/c", StatusCode: 200}, {URL: "https://evil.net/d", StatusCode: 200},
+	}
+	links := []runreport.OffSiteLink{{URL: "http://example.com/plain", Anchors: []string{"plain"}}, {URL: "https://example.com/self"}}
+	tests := []struct {
+		reported, wantSite, wantStatusSite string
+		wantPages                          []string
+		wantLinks                          []string
+	}{
+		{"https://example.com:443", "https://example.com:443", "https://example.com:443", []string{"https://example.com/a"}, []string{"http://example.com/plain"}},
+		{"http://example.com:80", "http://example.com:80", "", []string{"http://example.com/b"}, []string{"https://example.com/self"}},
+		{"https://example.com:8443", "http://example.com:80", "", []string{"http://example.com/b"}, []string{"https://example.com/self"}},
+		{"https://evil.net:443", "http://example.com:80", "", []string{"http://example.com/b"}, []string{"https://example.com/self"}},
+		{"", "http://example.com:80", "", []string{"http://example.com/b"}, []string{"https://example.com/self"}},
+	}
+	for _, tt := range tests {
+		rep := runreport.Report{Final: true, Result: runreport.Crawl{Site: tt.reported, Pages: pages, OffSiteLinks: links}}
+		res := Convert(rep, owner, "run-1", 20, now, nil)
+		var got, gotLinks []string
+		for _, p := range res.Doc.Pages {
+			got = append(got, p.URL)
+		}
+		for _, l := range res.Doc.Links {
+			gotLinks = append(gotLinks, l.URL)
+		}
+		if res.Doc.Site != tt.wantSite || res.Status.Site != tt.wantStatusSite || !slices.Equal(got, tt.wantPages) || !slices.Equal(gotLinks, tt.wantLinks) {
+			t.Errorf("reported %q: doc site %q status.site %q pages %v links %v; want %q %q %v %v",
+				tt.reported, res.Doc.Site, res.Status.Site, got, gotLinks, tt.wantSite, tt.wantStatusSite, tt.wantPages, tt.wantLinks)
+		}
+		doc := res.Doc
+		doc.Source = "ns/a" // the endpoint sets it from the SiteIndex
+		if err := doc.Validate(); err != nil {
+			t.Errorf("reported %q: the backend would refuse the document: %v", tt.reported, err)
+		}
 	}
 }

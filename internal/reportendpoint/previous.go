@@ -61,7 +61,8 @@ func (s *Server) handlePrevious(r *http.Request) (runreport.Previous, error) {
 	if s.Index == nil || !si.Status.Complete {
 		return prev, nil
 	}
-	known, err := s.Index.Validators(ctx, client.ObjectKeyFromObject(ct), owner.String())
+	prev.Site = owner.Crawled(si.Status.Site).String()
+	known, err := s.Index.Validators(ctx, client.ObjectKeyFromObject(ct), prev.Site)
 	if errors.Is(err, store.ErrUnavailable) {
 		return prev, errBackendUnavailable
 	}

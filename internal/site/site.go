@@ -77,6 +77,14 @@ func (s Site) Covers(other Site) bool {
 	return other == s || ok && other == up
 }
 
+// Covered lists the sites s covers (Covers), s first, as strings.
+func (s Site) Covered() []string {
+	if up, ok := s.Secure(); ok {
+		return []string{s.String(), up.String()}
+	}
+	return []string{s.String()}
+}
+
 // Crawled is the site a crawl of s says it crawled (reported, as
 // scheme://host:port) when s covers it, and s otherwise: what a report
 // claims beyond that is not the target's.

@@ -235,13 +235,14 @@ func (s *Store) Validators(ctx context.Context, source, st string) ([]store.Vali
 }
 
 // DeleteSource implements store.Store.
-func (s *Store) DeleteSource(ctx context.Context, source, keepSite string) (int64, error) {
+func (s *Store) DeleteSource(ctx context.Context, source string, keep ...string) (int64, error) {
 	var total int64
 	err := s.write(ctx, "delete source "+source, func(tx *sql.Tx) error {
-		sites, err := s.strings(ctx, tx, "SELECT site FROM sites WHERE source = ? AND site <> ?", source, keepSite)
+		sites, err := s.strings(ctx, tx, "SELECT site FROM sites WHERE source = ?", source)
 		if err != nil {
 			return err
 		}
+		sites = slices.DeleteFunc(sites, func(site string) bool { return slices.Contains(keep, site) })
 		total, err = s.deleteSites(ctx, tx, sites)
 		return err
 	})

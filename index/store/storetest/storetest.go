@@ -317,7 +317,7 @@ func testCrossSiteAnchors(t *testing.T, s store.Store) {
 		t.Errorf("external anchors of B after A dropped the link = %q", got)
 	}
 	// A deleted: C loses A's text.
-	if _, err := s.DeleteSource(ctx, "ns/a", ""); err != nil {
+	if _, err := s.DeleteSource(ctx, "ns/a"); err != nil {
 		t.Fatal(err)
 	}
 	wantURLs(t, s, "swift")
@@ -327,21 +327,29 @@ func testCrossSiteAnchors(t *testing.T, s store.Store) {
 func testDeleteSource(t *testing.T, s store.Store) {
 	replace(t, s, doc("ns/a", "https://a.example:443", page("https://a.example/", "Otter"), page("https://a.example/2", "Otter 2")))
 	replace(t, s, doc("ns/b", "https://b.example:443", page("https://b.example/", "Otter")))
-	n, err := s.DeleteSource(ctx, "ns/a", "")
+	n, err := s.DeleteSource(ctx, "ns/a")
 	if err != nil || n != 2 {
 		t.Errorf("DeleteSource = %d, %v; want 2", n, err)
 	}
 	wantURLs(t, s, "otter", "https://b.example/")
 	wantSources(t, s, store.SourceRun{Source: "ns/b", Site: "https://b.example:443"})
-	if n, err := s.DeleteSource(ctx, "ns/a", ""); err != nil || n != 0 {
+	if n, err := s.DeleteSource(ctx, "ns/a"); err != nil || n != 0 {
 		t.Errorf("second DeleteSource = %d, %v; want 0, nil", n, err)
 	}
-	// keepSite spares the source's current site: a SiteIndex moved to
-	// another site loses the old one's rows, never the new one's.
+	// keep spares the source's current site: a SiteIndex moved to
+	// another site loses the old one's rows, never the new one's; one
+	// whose plain-HTTP site upgrades to https keeps either.
 	if n, err := s.DeleteSource(ctx, "ns/b", "https://b.example:443"); err != nil || n != 0 {
 		t.Errorf("DeleteSource keeping the only site = %d, %v; want 0, nil", n, err)
 	}
+	if n, err := s.DeleteSource(ctx, "ns/b", "http://b.example:80", "https://b.example:443"); err != nil || n != 0 {
+		t.Errorf("DeleteSource keeping the site among two = %d, %v; want 0, nil", n, err)
+	}
 	wantURLs(t, s, "otter", "https://b.example/")
+	if n, err := s.DeleteSource(ctx, "ns/b", "http://b.example:80"); err != nil || n != 1 {
+		t.Errorf("DeleteSource keeping another site = %d, %v; want 1", n, err)
+	}
+	wantURLs(t, s, "otter")
 }
 
 // testSourcesWithRuns: the backend tells which run each source's rows come

@@ -55,8 +55,8 @@ grep -v '^#' hack/demo/world-values.yaml | sed 's/^/    /'
 $HELM upgrade --install "$RELEASE" charts/crawl-operator --namespace "$NS" --create-namespace "${args[@]}" --wait --timeout 5m
 $KUBECTL -n "$NS" rollout status "deployment/$RELEASE" --timeout=5m
 
-step "CrawlTargets by name"
-for site in http://harbour-bakery.com/ https://secure-bakery.com/; do
+step "CrawlTargets by name, as users write them: http:// (secure-bakery.com redirects to https; the crawl moves there, and status.site shows it)"
+for site in http://harbour-bakery.com/ http://secure-bakery.com/; do
 	name=${site#*://}
 	name=${name%%.*}
 	printf 'apiVersion: crawl.lohisoft.com/v1beta1\nkind: CrawlTarget\nmetadata: {name: %s, namespace: default}\nspec: {url: "%s", delay: 200ms}\n' "$name" "$site" | $KUBECTL apply -f -

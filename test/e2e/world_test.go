@@ -50,6 +50,9 @@ type worldSite struct {
 	perReq   time.Duration
 	pages    int
 	requests atomic.Int64
+	// upgraded counts the plain-HTTP requests a TLS site redirected to
+	// https.
+	upgraded atomic.Int64
 }
 
 type access struct {
@@ -73,12 +76,17 @@ func (s *worldSite) sources(since time.Time) []string {
 	return out
 }
 
-func (s *worldSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// record writes r into the site's access log and returns its source.
+func (s *worldSite) record(r *http.Request) netip.Addr {
 	ap, _ := netip.ParseAddrPort(r.RemoteAddr)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.log = append(s.log, access{at: time.Now(), source: ap.Addr().Unmap(), path: r.URL.Path, ua: r.UserAgent()})
-	s.mu.Unlock()
-	if s.allow != nil && !s.allow(ap.Addr().Unmap()) {
+	return ap.Addr().Unmap()
+}
+
+func (s *worldSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if src := s.record(r); s.allow != nil && !s.allow(src) {
 		s.refused.Add(1)
 		http.Error(w, "not on the allowlist", http.StatusForbidden)
 		return
@@ -183,6 +191,8 @@ func (w *world) site(t *testing.T, s *worldSite, flags ...string) {
 		// Plain HTTP redirects to HTTPS, as most sites do.
 		l := testutil.ListenInNetns(t, w.netns, "tcp4", s.ipv4+":80")
 		redirect := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			s.record(r)
+			s.upgraded.Add(1)
 			http.Redirect(rw, r, "https://"+s.name+r.URL.RequestURI(), http.StatusMovedPermanently)
 		})}
 		t.Cleanup(func() { redirect.Close() })
@@ -332,13 +342,11 @@ func TestWorldOnTwoEgressNodes(t *testing.T) {
 		return slices.ContainsFunc(allowed, func(p netip.Prefix) bool { return p.Contains(a) })
 	}
 	start := time.Now()
+	// Each by its plain http:// URL, as a user writes it: the secure site
+	// redirects that to https.
 	for _, s := range []*worldSite{harbour, secure, walled} {
-		scheme := "http"
-		if s == secure {
-			scheme = "https"
-		}
-		c.mustKubectl(t, fmt.Sprintf("apiVersion: crawl.lohisoft.com/v1beta1\nkind: CrawlTarget\nmetadata: {name: %s, namespace: default}\nspec: {url: \"%s://%s/\", delay: 100ms}\n",
-			strings.TrimSuffix(s.name, ".com"), scheme, s.name), "apply", "-f", "-")
+		c.mustKubectl(t, fmt.Sprintf("apiVersion: crawl.lohisoft.com/v1beta1\nkind: CrawlTarget\nmetadata: {name: %s, namespace: default}\nspec: {url: \"http://%s/\", delay: 100ms}\n",
+			strings.TrimSuffix(s.name, ".com"), s.name), "apply", "-f", "-")
 	}
 	targets := []string{"harbour-bakery", "secure-bakery", "walled-bakery"}
 
@@ -373,6 +381,27 @@ func TestWorldOnTwoEgressNodes(t *testing.T) {
 		if len(all) != len(botAddrs) {
 			t.Errorf("the sites saw %v: crawls did not spread over both egress nodes", all)
 		}
+		// The secure site was reached through its http→https redirect,
+		// and is indexed as the https site it is.
+		if secure.upgraded.Load() == 0 {
+			t.Errorf("%s's plain-HTTP redirect was never asked", secure.name)
+		}
+		testutil.Eventually(t, 30*time.Second, "secure-bakery indexed as https://secure-bakery.com:443", func() error {
+			key := client.ObjectKey{Namespace: "default", Name: "secure-bakery"}
+			ct, si := &crawlv1.CrawlTarget{}, &crawlv1.SiteIndex{}
+			if err := c.client.Get(context.Background(), key, ct); err != nil {
+				return err
+			}
+			if err := c.client.Get(context.Background(), key, si); err != nil {
+				return err
+			}
+			const want = "https://secure-bakery.com:443"
+			if ct.Status.Site != want || si.Status.Site != want || si.Status.Stats.Pages < int32(secure.pages) {
+				return fmt.Errorf("CrawlTarget status.site %q, SiteIndex status.site %q with %d pages; want %s and %d pages",
+					ct.Status.Site, si.Status.Site, si.Status.Stats.Pages, want, secure.pages)
+			}
+			return nil
+		})
 		if n := harbour.v6Conns.Load(); n != 0 {
 			t.Errorf("%d IPv6 connections to %s, which has an AAAA record", n, harbour.name)
 		}

@@ -44,6 +44,9 @@ import (
 //	    Flux's controllers and a fleet repository (make demo-gitops)
 //	devcluster git-server --root R --addr A
 //	    serves the bare repositories under R (started by flux fleet)
+//	devcluster registry up [--addr 127.0.0.1:5000] [--root .dev/registry] | down
+//	    an OCI registry (distribution's) in the background, for make
+//	    release-push; registry serve runs it in the foreground
 func subcommand(name string, args []string) int {
 	var err error
 	switch name {
@@ -63,8 +66,10 @@ func subcommand(name string, args []string) int {
 		err = fluxCommand(args)
 	case "git-server":
 		err = gitServer(args)
+	case "registry":
+		err = registryCommand(args)
 	default:
-		err = fmt.Errorf("unknown subcommand %q: want up, down, proc, nodes, node, internet, flux or git-server", name)
+		err = fmt.Errorf("unknown subcommand %q: want up, down, proc, nodes, node, internet, flux, git-server or registry", name)
 	}
 	if errors.Is(err, errSilent) {
 		return 1

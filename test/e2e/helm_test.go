@@ -298,6 +298,65 @@ func TestHelmOnRealNode(t *testing.T) {
 		return
 	}
 
+	if !t.Run("v1alpha1 manifests still apply, through the chart's conversion webhook, and are stored as v1beta1", func(t *testing.T) {
+		// What a GitOps repository written for v1alpha1 holds: fields
+		// v1beta1 renamed (suspend, reason).
+		out := c.mustKubectl(t, fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1alpha1
+kind: CrawlTarget
+metadata: {name: alpha-bakery, namespace: %s}
+spec: {url: "%s/", delay: 100ms, maxPages: 20}
+---
+apiVersion: crawl.lohisoft.com/v1alpha1
+kind: CrawlTarget
+metadata: {name: alpha-paused, namespace: %s}
+spec: {url: "%s/", suspend: true}
+---
+apiVersion: crawl.lohisoft.com/v1alpha1
+kind: Exclusion
+metadata: {name: alpha-excluded}
+spec: {domain: alpha-excluded.example, reason: "asked by email", requestedBy: webmaster@alpha-excluded.example}
+`, rnNamespace, site.url, rnNamespace, site.url), "apply", "-f", "-")
+		if !strings.Contains(out, "v1alpha1 is deprecated: use crawl.lohisoft.com/v1beta1") {
+			t.Errorf("kubectl apply of v1alpha1 showed no deprecation warning:\n%s", out)
+		}
+		t.Cleanup(func() {
+			c.mustKubectl(t, "", "delete", "exclusion", "alpha-excluded", "--ignore-not-found")
+			c.mustKubectl(t, "", "-n", rnNamespace, "delete", "crawltarget", "alpha-bakery", "alpha-paused", "--ignore-not-found")
+		})
+		c.waitCrawled(t, "alpha-bakery", 1, 6, 2*time.Minute)
+		get := func(resource, field string, ns ...string) string {
+			args := append([]string{"get", resource, "-o", "jsonpath={" + field + "}"}, ns...)
+			return strings.TrimSpace(c.mustKubectl(t, "", args...))
+		}
+		for _, tc := range []struct{ resource, field, want string }{
+			{"crawltarget.v1beta1.crawl.lohisoft.com/alpha-paused", ".spec.crawlPolicy", "Suspended"},
+			{"crawltarget.v1alpha1.crawl.lohisoft.com/alpha-paused", ".spec.suspend", "true"},
+			{"crawltarget.v1alpha1.crawl.lohisoft.com/alpha-bakery", ".status.pagesIndexed", "6"},
+		} {
+			if got := get(tc.resource, tc.field, "-n", rnNamespace); got != tc.want {
+				t.Errorf("%s %s = %q, want %q", tc.resource, tc.field, got, tc.want)
+			}
+		}
+		if got := get("exclusion.v1beta1.crawl.lohisoft.com/alpha-excluded", ".spec.description"); got != "asked by email" {
+			t.Errorf("the v1alpha1 Exclusion's reason read as v1beta1 description %q", got)
+		}
+		if got := get("exclusion.v1alpha1.crawl.lohisoft.com/alpha-excluded", ".spec.reason"); got != "asked by email" {
+			t.Errorf("the Exclusion read back as v1alpha1: reason %q", got)
+		}
+		// The leader migrated what was stored before: only v1beta1 is
+		// left in every CRD's storedVersions.
+		testutil.Eventually(t, time.Minute, "storedVersions [v1beta1]", func() error {
+			for _, crd := range []string{"crawltargets", "exclusions", "siteindexes"} {
+				if got := get("crd/"+crd+".crawl.lohisoft.com", ".status.storedVersions"); got != `["v1beta1"]` {
+					return fmt.Errorf("%s storedVersions %s", crd, got)
+				}
+			}
+			return nil
+		})
+	}) {
+		return
+	}
+
 	if !t.Run("helm upgrade rolls the manager while a crawl runs, and the crawl lands", func(t *testing.T) {
 		c.applyTarget(t, "slow", slow.url)
 		c.runningPod(t, "slow", slow)

@@ -136,7 +136,11 @@ func startRealNodes(t *testing.T, n int) *realNodeCluster {
 			c.down(t)
 		}
 	})
-	if out, err := c.dc.run(5*time.Minute, "up", upArgs...); err != nil {
+	// A cold machine under load (images imported, kubelets started for
+	// the first time) has taken more than 5 minutes; up's own timeout
+	// comes first, with its account of what it waited for.
+	upArgs = append(upArgs, "--timeout", "10m")
+	if out, err := c.dc.run(11*time.Minute, "up", upArgs...); err != nil {
 		t.Fatalf("devcluster up --real-nodes %d: %v\n%s\nkubelet log tail:\n%s", n, err, out, tailFile(filepath.Join(rnDir(), rnNode, "kubelet.log"), 3000))
 	}
 	t.Logf("dev cluster with a real node up in %s", time.Since(start).Round(100*time.Millisecond))

@@ -300,7 +300,9 @@ func TestHelmOnRealNode(t *testing.T) {
 
 	if !t.Run("v1alpha1 manifests still apply, through the chart's conversion webhook, and are stored as v1beta1", func(t *testing.T) {
 		// What a GitOps repository written for v1alpha1 holds: fields
-		// v1beta1 renamed (suspend, reason).
+		// v1beta1 renamed (suspend, reason). A site of its own: two
+		// targets of one site are duplicates.
+		alpha := startSite(t, c.gw, 6, 0)
 		out := c.mustKubectl(t, fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1alpha1
 kind: CrawlTarget
 metadata: {name: alpha-bakery, namespace: %s}
@@ -309,13 +311,13 @@ spec: {url: "%s/", delay: 100ms, maxPages: 20}
 apiVersion: crawl.lohisoft.com/v1alpha1
 kind: CrawlTarget
 metadata: {name: alpha-paused, namespace: %s}
-spec: {url: "%s/", suspend: true}
+spec: {url: "http://alpha-paused.example/", suspend: true}
 ---
 apiVersion: crawl.lohisoft.com/v1alpha1
 kind: Exclusion
 metadata: {name: alpha-excluded}
 spec: {domain: alpha-excluded.example, reason: "asked by email", requestedBy: webmaster@alpha-excluded.example}
-`, rnNamespace, site.url, rnNamespace, site.url), "apply", "-f", "-")
+`, rnNamespace, alpha.url, rnNamespace), "apply", "-f", "-")
 		if !strings.Contains(out, "v1alpha1 is deprecated: use crawl.lohisoft.com/v1beta1") {
 			t.Errorf("kubectl apply of v1alpha1 showed no deprecation warning:\n%s", out)
 		}

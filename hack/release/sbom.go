@@ -39,10 +39,16 @@ func imageSBOM(image map[string]any, boms []map[string]any) (map[string]any, err
 	}
 	out := map[string]any{}
 	for _, k := range []string{"$schema", "bomFormat", "specVersion", "version"} {
-		out[k] = boms[0][k]
+		if v, ok := boms[0][k]; ok {
+			out[k] = v
+		}
 	}
 	meta, _ := boms[0]["metadata"].(map[string]any)
-	out["metadata"] = map[string]any{"tools": meta["tools"], "component": image}
+	outMeta := map[string]any{"component": image}
+	if tools, ok := meta["tools"]; ok {
+		outMeta["tools"] = tools
+	}
+	out["metadata"] = outMeta
 	imageRef, _ := image["bom-ref"].(string)
 	var apps, libs []any
 	seen := map[string]bool{}

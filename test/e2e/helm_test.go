@@ -326,9 +326,14 @@ spec: {domain: alpha-excluded.example, reason: "asked by email", requestedBy: we
 			c.mustKubectl(t, "", "-n", rnNamespace, "delete", "crawltarget", "alpha-bakery", "alpha-paused", "--ignore-not-found")
 		})
 		c.waitCrawled(t, "alpha-bakery", 1, 6, 2*time.Minute)
+		// Standard output only: every v1alpha1 read also warns, on stderr.
 		get := func(resource, field string, ns ...string) string {
-			args := append([]string{"get", resource, "-o", "jsonpath={" + field + "}"}, ns...)
-			return strings.TrimSpace(c.mustKubectl(t, "", args...))
+			cmd := exec.Command(c.kubectl, append([]string{"--kubeconfig", c.kubeconfig, "get", resource, "-o", "jsonpath={" + field + "}"}, ns...)...)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("kubectl get %s: %v", resource, err)
+			}
+			return strings.TrimSpace(string(out))
 		}
 		for _, tc := range []struct{ resource, field, want string }{
 			{"crawltarget.v1beta1.crawl.lohisoft.com/alpha-paused", ".spec.crawlPolicy", "Suspended"},

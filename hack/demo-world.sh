@@ -63,6 +63,7 @@ for site in http://harbour-bakery.com/ http://secure-bakery.com/; do
 done
 $KUBECTL wait --for=condition=Ready crawltarget --all -n default --timeout=5m
 $KUBECTL get crawltargets -n default -o wide
+echo "  secure-bakery: spec.url $($KUBECTL get crawltarget secure-bakery -n default -o jsonpath='{.spec.url}'), status.site $($KUBECTL get crawltarget secure-bakery -n default -o jsonpath='{.status.site}')"
 
 step "What a site owner sees: the access logs"
 grep -h LohiSoftBot "$WORLD"/*.log | sed 's/^/  /'

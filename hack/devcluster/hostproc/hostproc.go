@@ -139,10 +139,27 @@ func (p Proc) Stop(grace time.Duration) error {
 	return os.Remove(p.PIDFile())
 }
 
-// running says whether pid is a process that has not finished exiting.
+// running says whether pid is a process that has not finished exiting. A
+// zombie leader is not enough: in a multi-threaded program (every Go one)
+// the leader can be a zombie while its other threads still exit, holding
+// the process's files, its listening sockets among them.
 func running(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	return err == nil && !bytes.Contains(stat, []byte(") Z "))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	zombie, threads := false, 0
+	for _, line := range strings.Split(string(status), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		v = strings.TrimSpace(v)
+		switch k {
+		case "State":
+			zombie = strings.HasPrefix(v, "Z") || strings.HasPrefix(v, "X")
+		case "Threads":
+			threads, _ = strconv.Atoi(v)
+		}
+	}
+	return !zombie || threads > 1
 }
 
 // FreePorts returns n loopback ports free at the time of the call, for a

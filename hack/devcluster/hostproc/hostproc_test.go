@@ -2,6 +2,7 @@ package hostproc
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -127,5 +128,27 @@ func TestExitStatus(t *testing.T) {
 	defer p.Stop(time.Second)
 	if got := p.ExitStatus(); got != "" {
 		t.Errorf("ExitStatus of a running process = %q", got)
+	}
+}
+
+// running: a live process is, a zombie nobody reaped yet and a pid that is
+// gone are not.
+func TestRunning(t *testing.T) {
+	if !running(os.Getpid()) {
+		t.Error("this test's own process is not running")
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); running(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d (exited, not reaped) still counts as running", pid)
+		}
+	}
+	_ = cmd.Wait()
+	if running(pid) {
+		t.Errorf("pid %d counts as running once reaped", pid)
 	}
 }

@@ -118,7 +118,7 @@ sitemapdiff-deps: ## Install the sitemap differential's reference reader (npm si
 
 .PHONY: test
 test: k8s-bin helm-bin flux-bin promtool-bin coredns-bin cosign-bin cyclonedx-bin sitemapdiff-deps manifests generate vet build ## Run every test: unit, envtest and end-to-end, the NetworkPolicy evaluator (test/netpol), then each fuzz target briefly.
-	go test -timeout 30m $(GO_TEST_FLAGS) ./...
+	go test -timeout 45m $(GO_TEST_FLAGS) ./...
 # test/netpol is a module of its own (cyclonus pins older Kubernetes
 # libraries), which ./... does not reach; test/chart fails first when the
 # fixtures it reads are stale.
@@ -174,7 +174,7 @@ demo-helm: k8s-bin helm-bin build ## The chart as users install it, on a real no
 	RN_IMAGE=$(IMG) IMAGE_TAR=$(IMAGE_TAR) hack/demo-helm.sh
 
 .PHONY: demo-gitops
-demo-gitops: k8s-bin flux-bin build ## The GitOps examples as Flux reconciles them, on a real node (root): Flux's controllers, a Git server here, the release and a CrawlTarget Ready, a search.
+demo-gitops: k8s-bin helm-bin flux-bin build ## The GitOps examples as Flux reconciles them, on a real node (root): Flux's controllers, a Git server here, the release and a CrawlTarget Ready, a search.
 	RN_IMAGE=$(IMG) IMAGE_TAR=$(IMAGE_TAR) hack/demo-gitops.sh
 
 .PHONY: demo-world

@@ -3,9 +3,11 @@
 # cluster with a real node (as make demo-helm), Flux's source-, kustomize-
 # and helm-controller (make flux-bin, Flux v2.9.5) run against the cluster;
 # a Git server on this machine serves the fleet repository (docs/gitops's two
-# Flux files, only the chart repository's URL changed, and a CrawlTarget of
-# the sample site) and a copy of this repository's chart. The bootstrap
-# Kustomization adds the laptop's values as patches (printed). The demo
+# Flux files, the release's tag set to the working copy's chart, and a
+# CrawlTarget of the sample site) and a copy of this repository; a registry
+# beside it holds the working copy's chart, pushed unsigned (a demo makes no
+# release). The bootstrap Kustomization adds the laptop's values, the
+# registry's address and "no verification" as patches (printed). The demo
 # waits until Flux has installed the release and the sites Kustomization is
 # Ready (its CrawlTarget crawled), then searches through the chart's index
 # Service. Everything keeps running; `make dev-cluster-down` stops it.
@@ -46,7 +48,7 @@ for i in $(seq 1 300); do
 	fi
 	sleep 2
 done
-$KUBECTL get gitrepositories,helmcharts,kustomizations -n flux-system
+$KUBECTL get gitrepositories,ocirepositories,kustomizations -n flux-system
 $KUBECTL get helmreleases,deployments,pods -n "$NS"
 $KUBECTL get crawltargets,siteindexes -n sites
 

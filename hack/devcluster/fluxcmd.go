@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/lohisoft/crawl-operator/hack/devcluster/flux"
 	"github.com/lohisoft/crawl-operator/hack/devcluster/hostproc"
@@ -65,14 +67,16 @@ func fluxCommand(args []string) error {
 // fleet serves the fleet and chart repositories from the state directory
 // and applies the bootstrap objects, with one CrawlTarget for site.
 func fleet(ctx context.Context, o flux.Options, site, imageTag string) error {
-	ports, err := hostproc.FreePorts(1)
+	ports, err := hostproc.FreePorts(2)
 	if err != nil {
 		return err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	regAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
 	gitRoot := filepath.Join(o.StateDir, "git")
+	regRoot := filepath.Join(o.StateDir, "registry")
 	// A second run starts the repositories again.
-	for _, d := range []string{gitRoot, filepath.Join(o.StateDir, "work")} {
+	for _, d := range []string{gitRoot, regRoot, filepath.Join(o.StateDir, "work")} {
 		if err := os.RemoveAll(d); err != nil {
 			return err
 		}
@@ -91,6 +95,17 @@ func fleet(ctx context.Context, o flux.Options, site, imageTag string) error {
 	if err := waitListening(ctx, addr); err != nil {
 		return fmt.Errorf("git server: %w (log: %s)", err, git.LogFile())
 	}
+	reg := hostproc.Proc{Dir: o.StateDir, Name: flux.Registry}
+	if err := reg.Start(nil, self, "registry", "serve", "--addr", regAddr, "--root", regRoot); err != nil {
+		return err
+	}
+	if err := waitListening(ctx, regAddr); err != nil {
+		return fmt.Errorf("registry: %w (log: %s)", err, reg.LogFile())
+	}
+	chart, version, err := pushChart(ctx, o, regAddr)
+	if err != nil {
+		return err
+	}
 	// The repositories are written on disk here; the git-server process
 	// serves whatever is there.
 	local := &gitserver.Server{Root: gitRoot, URL: "http://" + addr}
@@ -103,11 +118,20 @@ func fleet(ctx context.Context, o flux.Options, site, imageTag string) error {
 	if err != nil {
 		return err
 	}
+	// The example names a release; here it is the working copy's chart.
+	if err := f.SetChartTag(version); err != nil {
+		return err
+	}
+	if err := f.Commit("crawl-operator " + version + ": the working copy's chart"); err != nil {
+		return err
+	}
 	values, err := flux.LaptopValues(filepath.Join(o.Root, "hack", "demo", "helm-values.yaml"), imageTag)
 	if err != nil {
 		return err
 	}
-	objs, err := flux.Bootstrap(f.URL, flux.Laptop{Values: values})
+	// Unsigned: signing needs a release (make release), which the demo
+	// does not make; the OCIRepository verifies nothing here.
+	objs, err := flux.Bootstrap(f.URL, flux.Laptop{Values: values, Chart: flux.Chart{URL: chart}})
 	if err != nil {
 		return err
 	}
@@ -120,9 +144,41 @@ func fleet(ctx context.Context, o flux.Options, site, imageTag string) error {
 			return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}
-	fmt.Printf("fleet repository %s (working copy %s), chart repository %s/crawl-operator.git\n", f.URL, f.Work, local.URL)
+	fmt.Printf("fleet repository %s (working copy %s), samples repository %s/crawl-operator.git, chart %s --version %s (unsigned)\n", f.URL, f.Work, local.URL, chart, version)
 	fmt.Printf("flux bootstrap's objects, with the laptop's differences as patches:\n%s", flux.Describe(objs))
 	return nil
+}
+
+// pushChart packages the working copy's chart and pushes it to the
+// registry at addr with bin/helm, as make release-push does with a
+// release's; it returns the chart's oci:// URL and version.
+func pushChart(ctx context.Context, o flux.Options, addr string) (url, version string, err error) {
+	helm := filepath.Join(o.Root, "bin", "helm")
+	dir := filepath.Join(o.StateDir, "chart")
+	if err := os.RemoveAll(dir); err != nil {
+		return "", "", err
+	}
+	meta, err := os.ReadFile(filepath.Join(o.Root, "charts", "crawl-operator", "Chart.yaml"))
+	if err != nil {
+		return "", "", err
+	}
+	var chart struct{ Version string }
+	if err := yaml.Unmarshal(meta, &chart); err != nil || chart.Version == "" {
+		return "", "", fmt.Errorf("charts/crawl-operator/Chart.yaml: no version (%v)", err)
+	}
+	env := append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(dir, "cache"), "HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_DATA_HOME="+filepath.Join(dir, "data"))
+	url = "oci://" + addr + "/charts"
+	for _, args := range [][]string{
+		{"package", filepath.Join(o.Root, "charts", "crawl-operator"), "--destination", dir},
+		{"push", filepath.Join(dir, "crawl-operator-"+chart.Version+".tgz"), url, "--plain-http"},
+	} {
+		cmd := exec.CommandContext(ctx, helm, args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("helm %s: %w\n%s (make helm-bin builds bin/helm)", args[0], err, out)
+		}
+	}
+	return url + "/crawl-operator", chart.Version, nil
 }
 
 func waitListening(ctx context.Context, addr string) error {

@@ -15,6 +15,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	"github.com/lohisoft/crawl-operator/hack/release/changelog"
 )
 
 // Options say which release to make or push, and where.
@@ -96,22 +98,13 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	changelog, err := os.ReadFile(filepath.Join(o.Root, "CHANGELOG.md"))
+	text, err := os.ReadFile(filepath.Join(o.Root, "CHANGELOG.md"))
 	if err != nil {
 		return res, fmt.Errorf("%w: a release needs CHANGELOG.md with an entry for %s", err, o.Version)
 	}
-	if err := changelogEntry(string(changelog), o.Version); err != nil {
-		return res, err
-	}
-	commit, epoch, dirty, err := gitState(ctx, o.Root)
+	entry, err := changelog.Find(string(text), o.Version)
 	if err != nil {
 		return res, err
-	}
-	if dirty {
-		if !o.AllowDirty {
-			return res, errors.New("the working tree has uncommitted changes (git status): a release is the build of one commit; commit or stash them, or set ALLOW_DIRTY=1 to build anyway for a try")
-		}
-		fmt.Fprintln(o.Log, "WARNING: the working tree has uncommitted changes: this build is not the commit's (its binaries say vcs.modified=true); never publish it")
 	}
 	t, err := tools(o.Root)
 	if err != nil {
@@ -125,6 +118,20 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	defer os.RemoveAll(tmp)
+	src, err := source(ctx, o, entry, tmp)
+	if err != nil {
+		return res, err
+	}
+	commit, epoch, dirty, err := gitState(ctx, src)
+	if err != nil {
+		return res, err
+	}
+	if dirty {
+		if !o.AllowDirty {
+			return res, errors.New("the working tree has uncommitted changes (git status): a release is the build of one commit; commit or stash them, or set ALLOW_DIRTY=1 to build anyway for a try")
+		}
+		fmt.Fprintln(o.Log, "WARNING: the working tree has uncommitted changes: this build is not the commit's (its binaries say vcs.modified=true); never publish it")
+	}
 	signer, dev, err := releaseKey(ctx, t.Cosign, o.Key, o.Out, tmp)
 	if err != nil {
 		return res, err
@@ -134,7 +141,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	images := map[string]v1.Image{}
 	for _, arch := range Arches {
 		fmt.Fprintf(o.Log, "building the linux/%s image\n", arch)
-		img, err := platformImage(ctx, o.Root, tmp, arch, Repository+":"+o.Version, epoch)
+		img, err := platformImage(ctx, o.Root, src, tmp, arch, Repository+":"+o.Version, epoch)
 		if err != nil {
 			return res, err
 		}
@@ -170,7 +177,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	}
 
 	fmt.Fprintln(o.Log, "packaging the chart")
-	if err := packageChart(ctx, t.Helm, o.Root, tmp, chart, o.Version, o.Out); err != nil {
+	if err := packageChart(ctx, t.Helm, src, tmp, chart, o.Version, res.IndexDigest, o.Out); err != nil {
 		return res, err
 	}
 	fmt.Fprintln(o.Log, "signing")
@@ -269,18 +276,50 @@ func writeLayout(dir string, idx v1.ImageIndex, version string) error {
 	return p.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": version}))
 }
 
-// packageChart packages charts/crawl-operator at the release's version.
-// Its appVersion is the image tag the chart installs by default
-// (values.yaml image.tag "" means appVersion), so the packaged chart
-// installs this release's image.
-func packageChart(ctx context.Context, helm, root, tmp, chart, version, out string) error {
-	cmd := exec.CommandContext(ctx, helm, "package", filepath.Join(root, "charts", "crawl-operator"),
-		"--version", chart, "--app-version", version, "--destination", out)
+// packageChart packages the chart of the tree at root at the release's
+// version. Its appVersion is the image tag the chart installs by default
+// (values.yaml image.tag "" means appVersion), and image.digest pins that
+// tag's index, so the packaged chart installs exactly this release's image
+// and its signature covers the image too. A chart from before image.digest
+// (an older release rebuilt) installs by tag.
+func packageChart(ctx context.Context, helm, root, tmp, chart, version string, digest v1.Hash, out string) error {
+	dir := filepath.Join(tmp, "chart", "crawl-operator")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, "charts", "crawl-operator"))); err != nil {
+		return err
+	}
+	values := filepath.Join(dir, "values.yaml")
+	b, err := os.ReadFile(values)
+	if err != nil {
+		return err
+	}
+	pinned, err := pinDigest(b, digest)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(values, pinned, 0o644); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, helm, "package", dir, "--version", chart, "--app-version", version, "--destination", out)
 	cmd.Env = append(os.Environ(), helmEnv(tmp)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("helm package: %w\n%s", err, b)
 	}
 	return nil
+}
+
+// digestValue is image.digest's line in the chart's values.yaml.
+const digestValue = "\n  digest: \"\"\n"
+
+// pinDigest sets image.digest in values.yaml to the release's index.
+func pinDigest(values []byte, digest v1.Hash) ([]byte, error) {
+	switch strings.Count(string(values), digestValue) {
+	case 0:
+		return values, nil
+	case 1:
+		return []byte(strings.Replace(string(values), digestValue, fmt.Sprintf("\n  digest: %q\n", digest.String()), 1)), nil
+	default:
+		return nil, fmt.Errorf("the chart's values.yaml has more than one line %q: cannot tell which is image.digest", strings.TrimSpace(digestValue))
+	}
 }
 
 // helmEnv keeps helm's caches and registry logins in dir, away from the

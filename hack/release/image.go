@@ -27,9 +27,12 @@ import (
 // the binaries, SOURCE_DATE_EPOCH (the commit's time) is every time in the
 // image, and hack/image writes its layers' tar entries in a fixed order
 // with fixed owners and modes.
-func platformImage(ctx context.Context, root, tmp, arch, ref string, epoch int64) (v1.Image, error) {
+//
+// hack/image is this checkout's (root), the sources are src's: an older
+// release is rebuilt from its commit by today's builder.
+func platformImage(ctx context.Context, root, src, tmp, arch, ref string, epoch int64) (v1.Image, error) {
 	file := filepath.Join(tmp, "image-"+arch+".tar")
-	cmd := exec.CommandContext(ctx, "go", "run", "./hack/image", "--root", root, "--arch", arch, "--tag", ref, "--out", file)
+	cmd := exec.CommandContext(ctx, "go", "run", "./hack/image", "--root", src, "--arch", arch, "--tag", ref, "--out", file)
 	cmd.Dir = root
 	// GOFLAGS is replaced, not added to: a caller's -race or -tags are for
 	// tests, not for the binaries a release ships.

@@ -18,12 +18,29 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/lohisoft/crawl-operator/hack/devcluster/registry"
+	"github.com/lohisoft/crawl-operator/hack/release/changelog"
 	"github.com/lohisoft/crawl-operator/internal/repo"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
 
-// testVersion has an entry in CHANGELOG.md, as every release needs.
-const testVersion = "v0.1.0"
+// newest is the newest version CHANGELOG.md lists: the working tree's,
+// the one being made (a released version would be built from its
+// recorded commit instead).
+func newest(t *testing.T, root string) changelog.Entry {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join(root, "CHANGELOG.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := changelog.Entries(string(text))
+	if len(entries) == 0 {
+		t.Fatal("CHANGELOG.md lists no version")
+	}
+	if entries[0].Commit != "" {
+		t.Fatalf("CHANGELOG.md's newest version, %s, is released (built from %s): add the next version's section to release the working tree", entries[0].Tag(), entries[0].Commit)
+	}
+	return entries[0]
+}
 
 // TestRelease makes the release twice from this checkout and checks that
 // the image index is the same both times, that the signatures verify and
@@ -45,6 +62,7 @@ func TestRelease(t *testing.T) {
 	testutil.BuiltTool(t, root, "bin/cyclonedx/cyclonedx-gomod", "cyclonedx-bin")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	testVersion := newest(t, root).Tag()
 
 	// The tree may hold others' uncommitted work: the release is still
 	// the same twice over, which is what is checked here.
@@ -118,21 +136,22 @@ func TestRelease(t *testing.T) {
 	t.Run("sbom", func(t *testing.T) {
 		want := goModRequires(t, filepath.Join(root, "go.mod"), "sigs.k8s.io/controller-runtime", "k8s.io/client-go")
 		for _, arch := range Arches {
-			checkSBOM(t, a.SBOMs[arch], want)
+			checkSBOM(t, a.SBOMs[arch], testVersion, want)
 		}
 	})
 
 	t.Run("chart", func(t *testing.T) {
 		out := runTool(t, helm, "show", "chart", a.Chart)
-		for _, w := range []string{"version: 0.1.0", "appVersion: " + testVersion} {
+		for _, w := range []string{"version: " + strings.TrimPrefix(testVersion, "v"), "appVersion: " + testVersion} {
 			if !strings.Contains(out, w) {
 				t.Errorf("helm show chart: no %q in\n%s", w, out)
 			}
 		}
 		out = runTool(t, helm, "template", "crawl-operator", a.Chart, "--namespace", "crawl-system", "--kube-version", "1.33.0")
 		// The manager's image and the crawler Pods' both default to the
-		// release's.
-		for _, w := range []string{`image: "` + Repository + ":" + testVersion + `"`, "--crawler-image=" + Repository + ":" + testVersion} {
+		// release's, pinned by its index digest.
+		ref := Repository + ":" + testVersion + "@" + a.IndexDigest.String()
+		for _, w := range []string{`image: "` + ref + `"`, "--crawler-image=" + ref} {
 			if !strings.Contains(out, w) {
 				t.Errorf("helm template of the packaged chart: no %s", w)
 			}
@@ -172,7 +191,7 @@ func TestRelease(t *testing.T) {
 		mustFail(t, cosign, append(append([]string{"verify", "--key", b.PublicKey, "--insecure-ignore-tlog"}, insecure...), p.Image)...)
 
 		dir := t.TempDir()
-		runTool(t, helm, "pull", p.ChartURL, "--version", "0.1.0", "--plain-http", "--destination", dir)
+		runTool(t, helm, "pull", p.ChartURL, "--version", strings.TrimPrefix(testVersion, "v"), "--plain-http", "--destination", dir)
 		pulled, err := os.ReadFile(filepath.Join(dir, filepath.Base(a.Chart)))
 		if err != nil {
 			t.Fatal(err)
@@ -251,7 +270,7 @@ func goModRequires(t *testing.T, gomod string, modules ...string) map[string]str
 // checkSBOM reads an SBOM as CycloneDX JSON: the image as its subject, the
 // project's binaries as applications at the release's version, and the
 // modules they were built from with their versions.
-func checkSBOM(t *testing.T, file string, want map[string]string) {
+func checkSBOM(t *testing.T, file, testVersion string, want map[string]string) {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {

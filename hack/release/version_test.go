@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 func TestChartVersion(t *testing.T) {
@@ -24,24 +26,6 @@ func TestChartVersion(t *testing.T) {
 	}
 }
 
-func TestChangelogEntry(t *testing.T) {
-	const log = "# Changelog\n\n## [Unreleased]\n\n## [0.2.0] - 2026-12-05\n\n### Added\n\n- Releases.\n\n## [v0.1.0] - 2026-01-01\n\n## [0.0.1]\n- First.\n"
-	for _, tc := range []struct {
-		version, err string
-	}{
-		{"v0.2.0", ""},
-		{"v0.0.1", ""},
-		{"v0.1.0", "lists nothing"},
-		{"v0.3.0", "no entry for v0.3.0: add a section `## [0.3.0]"},
-		{"v0.2.1", "no entry"},
-	} {
-		err := changelogEntry(log, tc.version)
-		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
-			t.Errorf("changelogEntry(%q) = %v, want error with %q", tc.version, err, tc.err)
-		}
-	}
-}
-
 func TestPlainHTTP(t *testing.T) {
 	for _, tc := range []struct {
 		registry string
@@ -58,5 +42,25 @@ func TestPlainHTTP(t *testing.T) {
 		if got := plainHTTP(tc.registry, tc.insecure); got != tc.want {
 			t.Errorf("plainHTTP(%q, %v) = %v, want %v", tc.registry, tc.insecure, got, tc.want)
 		}
+	}
+}
+
+func TestPinDigest(t *testing.T) {
+	d, err := v1.NewHash("sha256:" + strings.Repeat("ab", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := "image:\n  repository: r\n  tag: \"\"\n  digest: \"\"\n  pullPolicy: IfNotPresent\n"
+	got, err := pinDigest([]byte(values), d)
+	if want := strings.Replace(values, `digest: ""`, `digest: "`+d.String()+`"`, 1); err != nil || string(got) != want {
+		t.Errorf("pinDigest = %q, %v; want %q", got, err, want)
+	}
+	// An older chart, from before image.digest, installs by tag.
+	old := "image:\n  repository: r\n  tag: \"\"\n"
+	if got, err := pinDigest([]byte(old), d); err != nil || string(got) != old {
+		t.Errorf("pinDigest of a chart without image.digest = %q, %v; want it unchanged", got, err)
+	}
+	if _, err := pinDigest([]byte(values+"other:\n  digest: \"\"\n"), d); err == nil {
+		t.Error("pinDigest chose one of two digest lines")
 	}
 }

@@ -18,6 +18,23 @@ import (
 // readmes are the documents whose `helm` commands must work.
 var readmes = []string{"README.md", filepath.Join("charts", "crawl-operator", "README.md")}
 
+// releasedChart is where make release-push puts the chart for users.
+const releasedChart = "oci://ghcr.io/lohisoft/charts/crawl-operator"
+
+// chartMetadataVersion is Chart.yaml's version.
+func chartMetadataVersion(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(chartPath, "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct{ Version string }
+	if err := yaml.Unmarshal(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	return meta.Version
+}
+
 // combination is one way to install the chart: a documented `helm`
 // command or one of the tests' own.
 type combination struct {
@@ -44,6 +61,7 @@ func documentedCombinations(t *testing.T) []combination {
 			}
 			c := combination{name: doc + ": " + strings.Join(cmd, " "), namespace: "default", values: map[string]any{}}
 			var positional []string
+			var version string
 			for j := 2; j < len(cmd); j++ {
 				flag, val, hasVal := strings.Cut(cmd[j], "=")
 				takesValue := map[string]bool{"-n": true, "--namespace": true, "--set": true, "--set-string": true,
@@ -66,6 +84,8 @@ func documentedCombinations(t *testing.T) []combination {
 				switch flag {
 				case "-n", "--namespace":
 					c.namespace = val
+				case "--version":
+					version = val
 				case "--set":
 					err = strvals.ParseInto(val, c.values)
 				case "--set-string":
@@ -79,8 +99,14 @@ func documentedCombinations(t *testing.T) []combination {
 					t.Errorf("%s: %s %s: %v", c.name, flag, val, err)
 				}
 			}
-			if len(positional) != 2 || positional[1] != "charts/crawl-operator" {
-				t.Errorf("%s (command %d): want RELEASE charts/crawl-operator, got %q", doc, i, positional)
+			// The released chart is this chart at its version: a command
+			// that installs the release must name the version Chart.yaml
+			// has, the one make release publishes next.
+			if len(positional) == 2 && positional[1] == releasedChart && version != chartMetadataVersion(t) {
+				t.Errorf("%s (command %d): %s --version %q, want Chart.yaml's %s", doc, i, releasedChart, version, chartMetadataVersion(t))
+			}
+			if len(positional) != 2 || (positional[1] != "charts/crawl-operator" && positional[1] != releasedChart) {
+				t.Errorf("%s (command %d): want RELEASE charts/crawl-operator or %s, got %q", doc, i, releasedChart, positional)
 				continue
 			}
 			c.release = positional[0]

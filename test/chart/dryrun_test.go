@@ -138,7 +138,7 @@ func TestServerSideDryRun(t *testing.T) {
 			Spec:       crawlv1.CrawlTargetSpec{URL: "https://example.com/"},
 		}
 		pod := crawlpod.Pod(crawlpod.Run{Target: ct, Site: s, Number: 1, Node: "egress-1", NodeIP: "79.139.58.98", TokenSHA256: "x"},
-			crawlpod.Config{Image: "ghcr.io/lohisoft/crawl-operator:0.1.0", ResultsURL: "http://results:8083",
+			crawlpod.Config{Image: "ghcr.io/lohisoft/crawl-operator:0.2.0", ResultsURL: "http://results:8083",
 				ActiveDeadline: 30 * time.Minute, Resources: crawlpod.DefaultResources()})
 		// Enforce mode rejects a non-restricted Pod outright: prove it does.
 		loose := pod.DeepCopy()

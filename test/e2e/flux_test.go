@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +18,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	crawlv1 "github.com/lohisoft/crawl-operator/api/v1beta1"
 	"github.com/lohisoft/crawl-operator/hack/devcluster/flux"
+	"github.com/lohisoft/crawl-operator/hack/devcluster/registry"
 	"github.com/lohisoft/crawl-operator/hack/gitserver"
 	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
@@ -44,8 +48,10 @@ func fluxBinDir(t *testing.T) string {
 	return abs
 }
 
+// siteTarget is a CrawlTarget as a GitOps repository written for the
+// first release holds it: v1alpha1, which every release still serves.
 func siteTarget(name, siteURL string) string {
-	return fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1beta1
+	return fmt.Sprintf(`apiVersion: crawl.lohisoft.com/v1alpha1
 kind: CrawlTarget
 metadata:
   name: %s
@@ -89,10 +95,15 @@ func (c *realNodeCluster) kustomization(t *testing.T, name string) *unstructured
 	return c.fluxObject(t, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", flux.Namespace, name)
 }
 
+// sitesTargets are the fleet's CrawlTargets, read as v1alpha1, which
+// every release serves (the previous one serves nothing else), into the
+// v1beta1 type: the status fields read here are the same in both.
 func (c *realNodeCluster) sitesTargets(t *testing.T) map[string]crawlv1.CrawlTarget {
 	t.Helper()
-	var l crawlv1.CrawlTargetList
-	err := c.client.List(context.Background(), &l, client.InNamespace(sitesNamespace))
+	l := &unstructured.UnstructuredList{}
+	l.SetAPIVersion("crawl.lohisoft.com/v1alpha1")
+	l.SetKind("CrawlTargetList")
+	err := c.client.List(context.Background(), l, client.InNamespace(sitesNamespace))
 	if meta.IsNoMatchError(err) {
 		return nil // the release has not installed the CRDs yet
 	}
@@ -100,7 +111,11 @@ func (c *realNodeCluster) sitesTargets(t *testing.T) map[string]crawlv1.CrawlTar
 		t.Fatal(err)
 	}
 	out := map[string]crawlv1.CrawlTarget{}
-	for _, ct := range l.Items {
+	for _, u := range l.Items {
+		var ct crawlv1.CrawlTarget
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ct); err != nil {
+			t.Fatal(err)
+		}
 		out[ct.Name] = ct
 	}
 	return out
@@ -116,6 +131,9 @@ func (c *realNodeCluster) syncNow(t *testing.T) {
 
 func TestFluxOnRealNode(t *testing.T) {
 	bin := fluxBinDir(t)
+	helm := helmBinary(t)
+	// The releases Flux installs, signed with the key the cluster trusts.
+	reg, pub, prev, cur := publishReleases(t)
 	c := startRealNode(t)
 	ctx := context.Background()
 	// 600 ms a page: the first crawls take a few seconds, long enough to
@@ -155,6 +173,13 @@ func TestFluxOnRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The cluster starts on the previous release, as a fleet would have.
+	if err := fleet.SetChartTag(prev.Version); err != nil {
+		t.Fatal(err)
+	}
+	if err := fleet.Commit("crawl-operator " + prev.Version); err != nil {
+		t.Fatal(err)
+	}
 
 	// The example's PostgreSQL release, two managers, on the test server:
 	// it listens on loopback only, so Pods reach it through a proxy.
@@ -163,11 +188,14 @@ func TestFluxOnRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	dsn.Host = startTCPProxy(t, c.gw, dsn.Host)
-	values, err := flux.LaptopValues(filepath.Join(repoRoot, "hack", "demo", "helm-values.yaml"), rnImage[strings.LastIndex(rnImage, ":")+1:])
+	// The laptop's values with the registry's image: the chart's own
+	// tag (and, from 0.2.0, its pinned digest), pulled by the node.
+	values, err := flux.LaptopValues(filepath.Join(repoRoot, "hack", "demo", "helm-values.yaml"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot, err := flux.Bootstrap(fleet.URL, flux.Laptop{Values: values, DSN: dsn.String()})
+	values["image"] = map[string]any{"repository": reg.Addr + "/crawl-operator", "pullPolicy": "IfNotPresent"}
+	boot, err := flux.Bootstrap(fleet.URL, flux.Laptop{Values: values, DSN: dsn.String(), Chart: flux.Chart{URL: prev.Chart, PublicKey: pub}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,8 +236,17 @@ func TestFluxOnRealNode(t *testing.T) {
 		if s, r, m := readyOf(hr); s != "True" {
 			t.Errorf("HelmRelease Ready=%s %s: %s", s, r, m)
 		}
-		if pods := c.managerPods(t); len(pods) != 2 {
+		pods := c.managerPods(t)
+		if len(pods) != 2 {
 			t.Errorf("%d manager Pods, want the example's 2", len(pods))
+		}
+		for _, p := range pods {
+			if p.Spec.Containers[0].Image != prev.Image {
+				t.Errorf("manager Pod %s runs %s, want %s", p.Name, p.Spec.Containers[0].Image, prev.Image)
+			}
+		}
+		if s, r, m := c.sourceVerified(t); s != "True" {
+			t.Errorf("OCIRepository SourceVerified=%s %s: %s", s, r, m)
 		}
 		for name, pages := range map[string]int32{"bakery": 5, "florist": 3} {
 			if ct := c.sitesTargets(t)[name]; ct.Status.PagesIndexed != pages {
@@ -221,6 +258,60 @@ func TestFluxOnRealNode(t *testing.T) {
 	}
 	host := strings.TrimPrefix(florist.url, "http://")
 	ip := host[:strings.LastIndex(host, ":")]
+
+	if !t.Run("a commit of the new release's tag upgrades it, verified, and nothing is lost", func(t *testing.T) {
+		if err := fleet.SetChartTag(cur.Version); err != nil {
+			t.Fatal(err)
+		}
+		if err := fleet.Commit("crawl-operator " + cur.Version); err != nil {
+			t.Fatal(err)
+		}
+		c.syncNow(t)
+		want := cur.Image + "@" + cur.Digest
+		testutil.Eventually(t, 6*time.Minute, "the HelmRelease upgraded to "+cur.Version, func() error {
+			hr := c.fluxObject(t, "helm.toolkit.fluxcd.io/v2", "HelmRelease", helmNamespace, helmRelease)
+			if s, r, m := readyOf(hr); s != "True" || r != "UpgradeSucceeded" {
+				return fmt.Errorf("HelmRelease Ready=%s %s: %s", s, r, m)
+			}
+			d := &appsv1.Deployment{}
+			if err := c.client.Get(ctx, client.ObjectKey{Namespace: helmNamespace, Name: helmRelease}, d); err != nil {
+				return err
+			}
+			if img := d.Spec.Template.Spec.Containers[0].Image; img != want {
+				return fmt.Errorf("manager image %s", img)
+			}
+			if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != 2 || d.Status.AvailableReplicas != 2 {
+				return fmt.Errorf("rollout: %d updated, %d available", d.Status.UpdatedReplicas, d.Status.AvailableReplicas)
+			}
+			return nil
+		})
+		if !pulledByNode(reg, cur.Digest) {
+			t.Errorf("the node's containerd never asked the registry for %s", cur.Digest)
+		}
+		testutil.Eventually(t, 2*time.Minute, "storedVersions [v1beta1], the sites still crawled and Ready", func() error {
+			for _, crd := range []string{"crawltargets", "exclusions", "siteindexes"} {
+				if got := c.field(t, "crd/"+crd+".crawl.lohisoft.com", ".status.storedVersions"); got != `["v1beta1"]` {
+					return fmt.Errorf("%s storedVersions %s", crd, got)
+				}
+			}
+			for name, pages := range map[string]int32{"bakery": 5, "florist": 3} {
+				ct := c.sitesTargets(t)[name]
+				if ct.Status.PagesIndexed != pages || !meta.IsStatusConditionTrue(ct.Status.Conditions, crawlv1.ConditionReady) {
+					return fmt.Errorf("%s: %d pages, %+v", name, ct.Status.PagesIndexed, ct.Status.Conditions)
+				}
+			}
+			if s, r, m := readyOf(c.kustomization(t, "crawl-sites")); s != "True" {
+				return fmt.Errorf("crawl-sites Ready=%s %s: %s", s, r, m)
+			}
+			return nil
+		})
+		// The fleet's v1alpha1 files still read as written.
+		if got := c.field(t, "crawltarget.v1alpha1.crawl.lohisoft.com/bakery", ".spec.url", "-n", sitesNamespace); got != bakery.url+"/" {
+			t.Errorf("bakery read as v1alpha1: url %q", got)
+		}
+	}) {
+		return
+	}
 
 	t.Run("a commit that adds an Exclusion purges the domain", func(t *testing.T) {
 		if err := fleet.Write(filepath.Join(flux.SitesPath, "exclusion.yaml"), fmt.Appendf(nil, `apiVersion: crawl.lohisoft.com/v1beta1
@@ -258,7 +349,13 @@ spec:
 		if got := searchURLs(t, base, "heading"); len(got) > 0 {
 			t.Errorf("search still finds the excluded sites: %v", got)
 		}
-		// Flux reads the Stalled targets through kstatus.
+		// Flux reads the Stalled targets through kstatus, at its next
+		// reconcile: its health check after applying the Exclusion may
+		// have run before the manager marked them (flux reconcile
+		// kustomization crawl-sites).
+		if err := flux.RequestReconcileOf(ctx, c.client, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "crawl-sites"); err != nil {
+			t.Fatal(err)
+		}
 		testutil.Eventually(t, time.Minute, "crawl-sites not Ready", func() error {
 			if s, r, m := readyOf(c.kustomization(t, "crawl-sites")); s != "False" {
 				return fmt.Errorf("Ready=%s %s: %s", s, r, m)
@@ -343,4 +440,129 @@ spec:
 			t.Errorf("%d Helm release revisions, want an upgrade after the install", len(secrets.Items))
 		}
 	})
+
+	t.Run("an unsigned chart, or the release's tag moved to one, is refused and changes nothing", func(t *testing.T) {
+		d := &appsv1.Deployment{}
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: helmNamespace, Name: helmRelease}, d); err != nil {
+			t.Fatal(err)
+		}
+		running := d.Spec.Template.Spec.Containers[0].Image
+		// First the tag Git names, moved; then a commit of another tag.
+		// (The other order would wait out the crawl-operator
+		// Kustomization's health check of the refused source, 10
+		// minutes, before it applied the next commit.)
+		for _, tc := range []struct {
+			name, version string
+			commit        bool
+		}{
+			// The tag the cluster runs, pointed at another chart: the
+			// signature is of the release's digest, not of the new one.
+			// Flux sees it at its next fetch (flux reconcile source oci).
+			{"the release's own tag moved", cur.Version, false},
+			{"a version nobody signed, committed", "9.9.9", true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				digest := pushUnsignedChart(t, helm, reg, tc.version)
+				if !tc.commit {
+					if err := flux.RequestReconcileOf(ctx, c.client, "source.toolkit.fluxcd.io/v1", "OCIRepository", "crawl-operator"); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					if err := fleet.SetChartTag(tc.version); err != nil {
+						t.Fatal(err)
+					}
+					if err := fleet.Commit("crawl-operator " + tc.version + " (" + tc.name + ")"); err != nil {
+						t.Fatal(err)
+					}
+					c.syncNow(t)
+				}
+				testutil.Eventually(t, 3*time.Minute, "the OCIRepository refuses "+tc.version, func() error {
+					s, r, m := c.sourceVerified(t)
+					if s != "False" || r != "VerificationError" {
+						return fmt.Errorf("SourceVerified=%s %s: %s", s, r, m)
+					}
+					// Of what was just pushed, not an earlier refusal.
+					if !strings.Contains(m, "failed to verify the signature using provider 'cosign'") || !strings.Contains(m, digest) {
+						return fmt.Errorf("SourceVerified message %q (want one about %s)", m, digest)
+					}
+					// Ready says so once the attempt has ended
+					// (Unknown, Progressing while it runs).
+					src := c.fluxObject(t, "source.toolkit.fluxcd.io/v1", "OCIRepository", flux.Namespace, "crawl-operator")
+					if s, r, m := readyOf(src); s != "False" || r != "VerificationError" {
+						return fmt.Errorf("OCIRepository Ready=%s %s: %s", s, r, m)
+					}
+					t.Logf("refused %s: %s", tc.version, m)
+					return nil
+				})
+				// Nothing of the refused chart reached the cluster.
+				time.Sleep(5 * time.Second)
+				if err := c.client.Get(ctx, client.ObjectKey{Namespace: helmNamespace, Name: helmRelease}, d); err != nil {
+					t.Fatal(err)
+				}
+				if img := d.Spec.Template.Spec.Containers[0].Image; img != running {
+					t.Errorf("the manager's image changed to %s", img)
+				}
+				hr := c.fluxObject(t, "helm.toolkit.fluxcd.io/v2", "HelmRelease", helmNamespace, helmRelease)
+				history, _, _ := unstructured.NestedSlice(hr.Object, "status", "history")
+				if len(history) == 0 {
+					t.Fatal("the HelmRelease has no history")
+				}
+				// Flux adds the OCI digest as build metadata: X.Y.Z+digest.
+				if v, _, _ := unstructured.NestedString(history[0].(map[string]any), "chartVersion"); v != cur.Version && !strings.HasPrefix(v, cur.Version+"+") {
+					t.Errorf("the HelmRelease's last release is chart %q, want %s", v, cur.Version)
+				}
+			})
+		}
+	})
+}
+
+// condition is an object's condition of type typ ("" when it has none).
+func condition(u *unstructured.Unstructured, typ string) (status, reason, message string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"])
+		}
+	}
+	return "", "", "no " + typ + " condition"
+}
+
+// sourceVerified is the chart OCIRepository's SourceVerified condition:
+// whether the cosign signature of what it fetched verified.
+func (c *realNodeCluster) sourceVerified(t *testing.T) (status, reason, message string) {
+	t.Helper()
+	src := c.fluxObject(t, "source.toolkit.fluxcd.io/v1", "OCIRepository", flux.Namespace, "crawl-operator")
+	if src == nil {
+		return "", "", "no OCIRepository"
+	}
+	return condition(src, "SourceVerified")
+}
+
+// pushUnsignedChart pushes the working copy's chart as version to reg,
+// with nobody's signature: what an attacker with write access to the
+// registry, or a mistaken push, puts there. It returns the pushed
+// manifest's digest.
+func pushUnsignedChart(t *testing.T, helm string, reg *registry.Server, version string) string {
+	t.Helper()
+	dir := t.TempDir()
+	env := append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	for _, args := range [][]string{
+		{"package", filepath.Join(repoRoot, "charts", "crawl-operator"), "--version", version, "--app-version", "v" + version, "--destination", dir},
+		{"push", filepath.Join(dir, "crawl-operator-"+version+".tgz"), "oci://" + reg.Addr + "/charts", "--plain-http"},
+	} {
+		cmd := exec.Command(helm, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("helm %s: %v\n%s", args[0], err, out)
+		}
+		if args[0] == "push" {
+			if m := regexp.MustCompile(`Digest: (sha256:[0-9a-f]{64})`).FindSubmatch(out); m != nil {
+				return string(m[1])
+			}
+			t.Fatalf("helm push printed no digest:\n%s", out)
+		}
+	}
+	return ""
 }

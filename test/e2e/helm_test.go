@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -52,6 +53,17 @@ func helmBinary(t *testing.T) string {
 
 func (c *realNodeCluster) helm(t *testing.T, helm string, args ...string) string {
 	t.Helper()
+	out, err := c.helmRun(t, helm, args...)
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s\nmanager log:\n%s", strings.Join(args, " "), err, out,
+			c.managerLog(t))
+	}
+	return out
+}
+
+// helmRun is helm, for a command that may fail.
+func (c *realNodeCluster) helmRun(t *testing.T, helm string, args ...string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, helm, args...)
@@ -59,11 +71,7 @@ func (c *realNodeCluster) helm(t *testing.T, helm string, args ...string) string
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig, "HELM_CACHE_HOME="+t.TempDir(),
 		"HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("helm %s: %v\n%s\nmanager log:\n%s", strings.Join(args, " "), err, out,
-			c.managerLog(t))
-	}
-	return string(out)
+	return string(out), err
 }
 
 // installArgs is the README's helm install with make demo-helm's values.
@@ -71,6 +79,22 @@ func installArgs() []string {
 	return []string{"install", helmRelease, "charts/crawl-operator", "--namespace", helmNamespace, "--create-namespace",
 		"-f", "hack/demo/helm-values.yaml", "--set", "image.tag=" + rnImage[strings.LastIndex(rnImage, ":")+1:],
 		"--wait", "--timeout", "5m"}
+}
+
+// field is `kubectl get RESOURCE -o jsonpath={FIELD}`, standard output
+// only: every v1alpha1 read also warns, on stderr.
+func (c *realNodeCluster) field(t *testing.T, resource, field string, ns ...string) string {
+	t.Helper()
+	cmd := exec.Command(c.kubectl, append([]string{"--kubeconfig", c.kubeconfig, "get", resource, "-o", "jsonpath={" + field + "}"}, ns...)...)
+	out, err := cmd.Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			t.Fatalf("kubectl get %s: %v\n%s", resource, err, exit.Stderr)
+		}
+		t.Fatalf("kubectl get %s: %v", resource, err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // managerPods are the manager's Pods that are not being deleted.
@@ -136,7 +160,12 @@ func (c *realNodeCluster) leader(t *testing.T) string {
 func (c *realNodeCluster) waitCrawled(t *testing.T, name string, run int64, pages int32, within time.Duration) {
 	t.Helper()
 	testutil.Eventually(t, within, name+" crawled", func() error {
-		ct := c.target(t, name)
+		// A read may fail for a moment while no manager serves
+		// conversions (a rollout): retried like any other.
+		ct := &crawlv1.CrawlTarget{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: rnNamespace, Name: name}, ct); err != nil {
+			return err
+		}
 		if ct.Status.LastFinishedRun < run || ct.Status.PagesIndexed != pages || ct.Status.Phase != crawlv1.PhaseSucceeded {
 			return fmt.Errorf("phase %s, last finished run %d (want %d), %d pages (want %d)", ct.Status.Phase,
 				ct.Status.LastFinishedRun, run, ct.Status.PagesIndexed, pages)
@@ -326,15 +355,7 @@ spec: {domain: alpha-excluded.example, reason: "asked by email", requestedBy: we
 			c.mustKubectl(t, "", "-n", rnNamespace, "delete", "crawltarget", "alpha-bakery", "alpha-paused", "--ignore-not-found")
 		})
 		c.waitCrawled(t, "alpha-bakery", 1, 6, 2*time.Minute)
-		// Standard output only: every v1alpha1 read also warns, on stderr.
-		get := func(resource, field string, ns ...string) string {
-			cmd := exec.Command(c.kubectl, append([]string{"--kubeconfig", c.kubeconfig, "get", resource, "-o", "jsonpath={" + field + "}"}, ns...)...)
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("kubectl get %s: %v", resource, err)
-			}
-			return strings.TrimSpace(string(out))
-		}
+		get := func(resource, field string, ns ...string) string { return c.field(t, resource, field, ns...) }
 		for _, tc := range []struct{ resource, field, want string }{
 			{"crawltarget.v1beta1.crawl.lohisoft.com/alpha-paused", ".spec.crawlPolicy", "Suspended"},
 			{"crawltarget.v1alpha1.crawl.lohisoft.com/alpha-paused", ".spec.suspend", "true"},

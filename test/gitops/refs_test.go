@@ -2,8 +2,10 @@ package gitops
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -74,6 +76,12 @@ var referencePaths = map[string][]refPath{
 	"HelmRepository": {
 		{path: "spec.secretRef", kind: "Secret"},
 		{path: "spec.certSecretRef", kind: "Secret"},
+	},
+	"OCIRepository": {
+		{path: "spec.secretRef", kind: "Secret"},
+		{path: "spec.certSecretRef", kind: "Secret"},
+		{path: "spec.verify.secretRef", kind: "Secret"},
+		{path: "spec.serviceAccountName", kind: "ServiceAccount"},
 	},
 	"Application": {
 		{path: "spec.project", kind: "AppProject"},
@@ -332,10 +340,34 @@ func (c *checker) helmRelease(d doc) {
 	if releaseNS == "" {
 		releaseNS = d.obj.GetNamespace()
 	}
+	dir, ok := c.releaseChart(d)
+	if !ok {
+		return
+	}
+	if !isDir(filepath.Join(dir, "crds")) {
+		for _, action := range []string{"install", "upgrade"} {
+			if p := str(o, "spec", action, "crds"); p != "" {
+				c.errorf(d, "spec.%s.crds: %s acts only on a chart's crds/ folder, which %s does not have: "+
+					"its CRDs are templates (value crds.enabled), applied with every install and upgrade", action, p, dir)
+			}
+		}
+	}
+	vals, _, _ := unstructured.NestedMap(o, "spec", "values")
+	c.chartValues(d, "spec.values", merge(c.chart, vals), releaseNS)
+}
+
+// releaseChart is the directory of the chart a HelmRelease installs: this
+// repository's, from a release (chartRef to an OCIRepository) or from Git;
+// false when it cannot be told, or is another repository's.
+func (c *checker) releaseChart(d doc) (string, bool) {
+	o := d.obj.Object
+	if ref, ok, _ := unstructured.NestedMap(o, "spec", "chartRef"); ok {
+		return filepath.Join(repoRoot, "charts", "crawl-operator"), c.ociRelease(d, ref)
+	}
 	chart, _, _ := unstructured.NestedMap(o, "spec", "chart", "spec")
 	src, this := c.gitRepository(d, chart["sourceRef"])
 	if src == nil {
-		return
+		return "", false
 	}
 	if s := str(chart, "reconcileStrategy"); s != "Revision" {
 		if s == "" {
@@ -345,27 +377,63 @@ func (c *checker) helmRelease(d doc) {
 			"the chart's version does not change with each commit, so chart changes never roll out (use Revision)", s)
 	}
 	if !this {
-		return
+		return "", false
 	}
 	dir, ok := inRepo(str(chart, "chart"))
 	if !ok || !isDir(dir) {
 		c.errorf(d, "spec.chart.spec.chart %q is no directory of %s", str(chart, "chart"), c.repoURL)
-		return
+		return "", false
 	}
 	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err != nil {
 		c.errorf(d, "spec.chart.spec.chart %q has no Chart.yaml", str(chart, "chart"))
-		return
+		return "", false
 	}
-	if !isDir(filepath.Join(dir, "crds")) {
-		for _, action := range []string{"install", "upgrade"} {
-			if p := str(o, "spec", action, "crds"); p != "" {
-				c.errorf(d, "spec.%s.crds: %s acts only on a chart's crds/ folder, which %s does not have: "+
-					"its CRDs are templates (value crds.enabled), applied with every install and upgrade", action, p, str(chart, "chart"))
-			}
+	return dir, true
+}
+
+// releaseChartURL is where the project publishes its chart (make
+// release-push to ghcr.io/lohisoft).
+const releaseChartURL = "oci://ghcr.io/lohisoft/charts/crawl-operator"
+
+// ociRelease checks a chartRef to the project's released chart: the
+// OCIRepository exists, names the project's chart, selects the Helm
+// chart layer and verifies the cosign signature with a public key the
+// examples hold.
+func (c *checker) ociRelease(d doc, ref map[string]any) bool {
+	if str(ref, "kind") != "OCIRepository" {
+		c.errorf(d, "spec.chartRef names a %s: the released chart is an OCIRepository", str(ref, "kind"))
+		return false
+	}
+	ns := str(ref, "namespace")
+	if ns == "" {
+		ns = d.obj.GetNamespace()
+	}
+	src := c.set.find("OCIRepository", ns, str(ref, "name"))
+	if src == nil {
+		return false // c.need reports the missing reference
+	}
+	o := src.obj.Object
+	if url := str(o, "spec", "url"); url != releaseChartURL {
+		c.errorf(*src, "spec.url %q is not the project's released chart (%s)", url, releaseChartURL)
+		return false
+	}
+	if mt := str(o, "spec", "layerSelector", "mediaType"); mt != "application/vnd.cncf.helm.chart.content.v1.tar+gzip" {
+		c.errorf(*src, "spec.layerSelector.mediaType %q: a HelmRelease needs the chart's layer (application/vnd.cncf.helm.chart.content.v1.tar+gzip)", mt)
+	}
+	if str(o, "spec", "verify", "provider") != "cosign" {
+		c.errorf(*src, "no spec.verify with provider cosign: Flux would install a chart nobody checked was the project's")
+		return true
+	}
+	name := str(o, "spec", "verify", "secretRef", "name")
+	if s := c.set.find("Secret", ns, name); s != nil {
+		keys, _, _ := unstructured.NestedMap(s.obj.Object, "stringData")
+		data, _, _ := unstructured.NestedMap(s.obj.Object, "data")
+		maps.Copy(keys, data)
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(keys)), func(k string) bool { return strings.HasSuffix(k, ".pub") }) {
+			c.errorf(*src, "spec.verify.secretRef: Secret %s/%s has no key ending in .pub, where Flux reads cosign public keys", ns, name)
 		}
 	}
-	vals, _, _ := unstructured.NestedMap(o, "spec", "values")
-	c.chartValues(d, "spec.values", merge(c.chart, vals), releaseNS)
+	return true
 }
 
 // merge returns base with over's keys set recursively (lists are replaced).
@@ -703,15 +771,27 @@ func TestCheckerCatchesEachBreakage(t *testing.T) {
 		"sites path missing": {func(t *testing.T, s *exampleSet) {
 			setField(t, s, "Kustomization", "crawl-sites", "./config/no-such-dir", "spec", "path")
 		}, `is no directory of`},
-		"default reconcileStrategy": {func(t *testing.T, s *exampleSet) {
-			unstructured.RemoveNestedField(get(t, s, "HelmRelease", "crawl-operator").Object, "spec", "chart", "spec", "reconcileStrategy")
-		}, `reconcileStrategy is ChartVersion`},
+		"chart not verified": {func(t *testing.T, s *exampleSet) {
+			unstructured.RemoveNestedField(get(t, s, "OCIRepository", "crawl-operator").Object, "spec", "verify")
+		}, `no spec.verify with provider cosign`},
+		"cosign Secret dropped": {func(t *testing.T, s *exampleSet) {
+			drop(t, s, "Secret", "flux-system", "crawl-operator-cosign")
+		}, `names Secret flux-system/crawl-operator-cosign`},
+		"cosign Secret without a public key": {func(t *testing.T, s *exampleSet) {
+			setField(t, s, "Secret", "crawl-operator-cosign", map[string]any{"cosign.key": "x"}, "stringData")
+		}, `has no key ending in .pub`},
+		"another chart": {func(t *testing.T, s *exampleSet) {
+			setField(t, s, "OCIRepository", "crawl-operator", "oci://ghcr.io/someone/charts/crawl-operator", "spec", "url")
+		}, `is not the project's released chart`},
+		"the image layer instead of the chart's": {func(t *testing.T, s *exampleSet) {
+			setField(t, s, "OCIRepository", "crawl-operator", "application/vnd.oci.image.layer.v1.tar+gzip", "spec", "layerSelector", "mediaType")
+		}, `needs the chart's layer`},
+		"OCIRepository source missing": {func(t *testing.T, s *exampleSet) {
+			drop(t, s, "OCIRepository", "flux-system", "crawl-operator")
+		}, `names OCIRepository flux-system/crawl-operator`},
 		"crds policy": {func(t *testing.T, s *exampleSet) {
 			setField(t, s, "HelmRelease", "crawl-operator", "CreateReplace", "spec", "upgrade", "crds")
 		}, `spec.upgrade.crds: CreateReplace acts only`},
-		"chart path wrong": {func(t *testing.T, s *exampleSet) {
-			setField(t, s, "HelmRelease", "crawl-operator", "./charts/crawl", "spec", "chart", "spec", "chart")
-		}, `is no directory of`},
 		"GitRepository source missing": {func(t *testing.T, s *exampleSet) {
 			drop(t, s, "GitRepository", "flux-system", "crawl-operator")
 		}, `names GitRepository flux-system/crawl-operator`},

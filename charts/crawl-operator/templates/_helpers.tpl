@@ -49,8 +49,15 @@ app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- join "," $pairs -}}
 {{- end -}}
 
+{{/* The image by tag, and by digest too when the chart pins its own
+(image.digest, with image.tag empty): the container runtime then pulls the
+digest and the tag only names it. */}}
 {{- define "crawl-operator.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- $ref := printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- if and .Values.image.digest (not .Values.image.tag) -}}
+{{- $ref = printf "%s@%s" $ref .Values.image.digest -}}
+{{- end -}}
+{{- $ref -}}
 {{- end -}}
 
 {{- define "crawl-operator.crawlerImage" -}}

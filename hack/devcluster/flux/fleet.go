@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -101,6 +102,27 @@ func (f *Fleet) Write(name string, body []byte) error {
 // Remove deletes a file from the fleet's working copy.
 func (f *Fleet) Remove(name string) error { return os.Remove(filepath.Join(f.Work, name)) }
 
+// cosignSecret holds the example's public key.
+const cosignSecret = "crawl-operator-cosign"
+
+// chartTagRE is the release's tag in the example's OCIRepository, the one
+// line a user changes to upgrade.
+var chartTagRE = regexp.MustCompile(`(?m)^    tag: \S+$`)
+
+// SetChartTag writes the release's version into the working copy's
+// OCIRepository, as a user does to upgrade; Commit publishes it.
+func (f *Fleet) SetChartTag(tag string) error {
+	p := filepath.Join(f.Work, InfraPath, "flux-helmrelease.yaml")
+	doc, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	if n := len(chartTagRE.FindAll(doc, -1)); n != 1 {
+		return fmt.Errorf("%s has %d lines `    tag: …`, want the OCIRepository's one", p, n)
+	}
+	return os.WriteFile(p, chartTagRE.ReplaceAll(doc, []byte("    tag: "+tag)), 0o644)
+}
+
 // Commit makes the working copy the next commit of fleet.git.
 func (f *Fleet) Commit(message string) error { return f.Server.Commit("fleet", f.Work, message) }
 
@@ -124,6 +146,17 @@ type Laptop struct {
 	// DSN replaces the example's placeholder DSN. Empty: the index is
 	// SQLite with one manager, as on a machine without PostgreSQL.
 	DSN string
+	// Chart is where the chart is published here.
+	Chart Chart
+}
+
+// Chart is the OCI repository of the chart on this machine: a registry on
+// loopback (plain HTTP), and the public key its releases are signed with.
+// Without a key (a working copy's chart, pushed unsigned by make
+// demo-gitops) the OCIRepository verifies nothing.
+type Chart struct {
+	URL       string // oci://HOST:PORT/charts/crawl-operator
+	PublicKey string // PEM, cosign.pub of the release
 }
 
 // LaptopValues reads a values file and sets the image tag.
@@ -167,6 +200,15 @@ func Bootstrap(fleetURL string, l Laptop) ([]*unstructured.Unstructured, error) 
 		operatorPatches = append(operatorPatches,
 			patch("v1", "Secret", "crawl-index-dsn", map[string]any{"stringData": map[string]any{"dsn": l.DSN}}))
 	}
+	source := map[string]any{"url": l.Chart.URL, "insecure": true}
+	if l.Chart.PublicKey == "" {
+		source["verify"] = nil
+	} else {
+		operatorPatches = append(operatorPatches,
+			patch("v1", "Secret", cosignSecret, map[string]any{"stringData": map[string]any{"cosign.pub": l.Chart.PublicKey}}))
+	}
+	operatorPatches = append(operatorPatches,
+		patch("source.toolkit.fluxcd.io/v1", "OCIRepository", "crawl-operator", map[string]any{"spec": source}))
 	repo := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "source.toolkit.fluxcd.io/v1",
 		"kind":       "GitRepository",
@@ -257,11 +299,17 @@ func Describe(objs []*unstructured.Unstructured) string {
 // `flux reconcile source git flux-system` does; the Kustomizations follow
 // a new revision by themselves.
 func RequestReconcile(ctx context.Context, c client.Client) error {
+	return RequestReconcileOf(ctx, c, "source.toolkit.fluxcd.io/v1", "GitRepository", "flux-system")
+}
+
+// RequestReconcileOf asks Flux to reconcile one of its objects in
+// flux-system now, as `flux reconcile` does.
+func RequestReconcileOf(ctx context.Context, c client.Client, apiVersion, kind, name string) error {
 	u := &unstructured.Unstructured{}
-	u.SetAPIVersion("source.toolkit.fluxcd.io/v1")
-	u.SetKind("GitRepository")
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
 	u.SetNamespace(Namespace)
-	u.SetName("flux-system")
+	u.SetName(name)
 	p := fmt.Appendf(nil, `{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, time.Now().Format(time.RFC3339Nano))
 	return c.Patch(ctx, u, client.RawPatch(types.MergePatchType, p))
 }

@@ -141,11 +141,18 @@ func proc(stateDir, name string) hostproc.Proc { return hostproc.Proc{Dir: state
 // fleet` starts in the same state directory (make demo-gitops).
 const GitServer = "git-server"
 
-// Down stops the controllers and the Git server. The CRDs and objects stay
+// Registry is the name of the OCI registry process `devcluster flux fleet`
+// starts beside the Git server: the chart comes from it, as a release does.
+const Registry = "registry"
+
+// helpers are the processes of a fleet besides the controllers.
+var helpers = []string{GitServer, Registry}
+
+// Down stops the controllers, the Git server and the registry. The CRDs and objects stay
 // in the cluster, which make dev-cluster-down removes with it.
 func Down(stateDir string) error {
 	var errs []string
-	for _, name := range append(slices.Clone(Controllers), GitServer) {
+	for _, name := range append(slices.Clone(Controllers), helpers...) {
 		if err := proc(stateDir, name).Stop(20 * time.Second); err != nil {
 			errs = append(errs, err.Error())
 		}
@@ -159,7 +166,7 @@ func Down(stateDir string) error {
 // Running lists the controllers and Git server of stateDir that still run.
 func Running(stateDir string) []string {
 	var out []string
-	for _, name := range append(slices.Clone(Controllers), GitServer) {
+	for _, name := range append(slices.Clone(Controllers), helpers...) {
 		if _, ok := proc(stateDir, name).PID(); ok {
 			out = append(out, name)
 		}

@@ -1,6 +1,7 @@
 package flux
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,14 +60,17 @@ func TestBootstrap(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		dsn         string
+		key         string
 		wantStorage any
 		wantSecret  bool
 	}{
-		{name: "without PostgreSQL: SQLite, one manager", wantStorage: map[string]any{"type": "sqlite"}},
-		{name: "with a DSN: the example's PostgreSQL, its Secret patched", dsn: "postgres://u@10.0.0.1/db", wantSecret: true},
+		{name: "without PostgreSQL: SQLite, one manager; an unsigned chart", wantStorage: map[string]any{"type": "sqlite"}},
+		{name: "with a DSN: the example's PostgreSQL, its Secret patched; a signed release", dsn: "postgres://u@10.0.0.1/db", wantSecret: true,
+			key: "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, err := Bootstrap("http://127.0.0.1:9/fleet.git", Laptop{Values: values, DSN: tc.dsn})
+			chart := Chart{URL: "oci://127.0.0.1:5000/charts/crawl-operator", PublicKey: tc.key}
+			objs, err := Bootstrap("http://127.0.0.1:9/fleet.git", Laptop{Values: values, DSN: tc.dsn, Chart: chart})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,24 +84,41 @@ func TestBootstrap(t *testing.T) {
 				t.Errorf("Kustomization path %q", path)
 			}
 			operator := patchOf(t, objs[1], "crawl-operator")["spec"].(map[string]any)["patches"].([]any)
-			var kinds []string
-			var release map[string]any
+			var targets []string
+			var release, source map[string]any
 			for _, p := range operator {
 				m := p.(map[string]any)
-				kinds = append(kinds, m["target"].(map[string]any)["kind"].(string))
+				target := m["target"].(map[string]any)
+				targets = append(targets, target["kind"].(string)+"/"+target["name"].(string))
 				doc := map[string]any{}
 				if err := yaml.Unmarshal([]byte(m["patch"].(string)), &doc); err != nil {
 					t.Fatal(err)
 				}
-				if doc["kind"] == "HelmRelease" {
+				switch target["kind"].(string) + "/" + target["name"].(string) {
+				case "HelmRelease/crawl-operator":
 					release = doc["spec"].(map[string]any)["values"].(map[string]any)
-				}
-				if doc["kind"] == "Secret" && doc["stringData"].(map[string]any)["dsn"] != tc.dsn {
-					t.Errorf("Secret patch %v", doc)
+				case "OCIRepository/crawl-operator":
+					source = doc["spec"].(map[string]any)
+				case "Secret/crawl-index-dsn":
+					if doc["stringData"].(map[string]any)["dsn"] != tc.dsn {
+						t.Errorf("DSN Secret patch %v", doc)
+					}
+				case "Secret/crawl-operator-cosign":
+					if doc["stringData"].(map[string]any)["cosign.pub"] != tc.key {
+						t.Errorf("cosign Secret patch %v", doc)
+					}
 				}
 			}
-			if got := slices.Contains(kinds, "Secret"); got != tc.wantSecret {
-				t.Errorf("Secret patched: %v, want %v", got, tc.wantSecret)
+			if got := slices.Contains(targets, "Secret/crawl-index-dsn"); got != tc.wantSecret {
+				t.Errorf("DSN Secret patched: %v, want %v", got, tc.wantSecret)
+			}
+			if got := slices.Contains(targets, "Secret/crawl-operator-cosign"); got != (tc.key != "") {
+				t.Errorf("cosign Secret patched: %v, want %v", got, tc.key != "")
+			}
+			// The chart from the registry here; verified when it is signed.
+			verify, hasVerify := source["verify"]
+			if source["url"] != chart.URL || source["insecure"] != true || (tc.key == "") != (hasVerify && verify == nil) {
+				t.Errorf("OCIRepository patch %v", source)
 			}
 			if release["image"].(map[string]any)["tag"] != "dev" {
 				t.Errorf("values %v lost the image", release)
@@ -132,5 +153,33 @@ func TestArgs(t *testing.T) {
 				t.Errorf("%s listens beyond loopback: %s", c, a)
 			}
 		}
+	}
+}
+
+// SetChartTag changes the example's release, and only that line.
+func TestSetChartTag(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "gitops", "flux-helmrelease.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Fleet{Work: t.TempDir()}
+	if err := f.Write(filepath.Join(InfraPath, "flux-helmrelease.yaml"), example); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetChartTag("0.1.0"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(f.Work, InfraPath, "flux-helmrelease.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(got, []byte("  ref:\n    # ")) || !bytes.Contains(got, []byte("\n    tag: 0.1.0\n")) || len(got) != len(example) {
+		t.Errorf("after SetChartTag:\n%s", got)
+	}
+	if err := f.Write(filepath.Join(InfraPath, "flux-helmrelease.yaml"), append(example, []byte("---\n  ref:\n    tag: v2\n")...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetChartTag("0.1.0"); err == nil || !strings.Contains(err.Error(), "2 lines") {
+		t.Errorf("two tag lines: %v", err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/distribution/distribution/v3/configuration"
@@ -29,6 +31,31 @@ type Server struct {
 	// oci://` take.
 	Addr string
 	srv  *http.Server
+
+	mu       sync.Mutex
+	requests []Request
+}
+
+// Request is one request the registry answered: who pulled what is what
+// tests check (a node's containerd, not an import, ran an image).
+type Request struct {
+	Method, Path, UserAgent string
+}
+
+// Requests are the requests answered so far, oldest first.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+func (s *Server) record(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, UserAgent: r.UserAgent()})
+		s.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Start serves a registry on addr (127.0.0.1:0 picks a free port). Blobs
@@ -43,7 +70,8 @@ func Start(root, addr string) (*Server, error) {
 	// dev cluster's log has no use for them.
 	logrus.SetOutput(io.Discard)
 	app := handlers.NewApp(context.Background(), config(root))
-	s := &Server{Addr: ln.Addr().String(), srv: &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second}}
+	s := &Server{Addr: ln.Addr().String()}
+	s.srv = &http.Server{Handler: s.record(app), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -42,6 +43,15 @@ func TestPushPull(t *testing.T) {
 			want, _ := img.Digest()
 			if d, _ := got.Digest(); d != want {
 				t.Fatalf("pulled %s, pushed %s", d, want)
+			}
+			var pulls int
+			for _, r := range s.Requests() {
+				if r.Method == "GET" && r.Path == "/v2/test/img/manifests/v1" && strings.HasPrefix(r.UserAgent, "go-containerregistry") {
+					pulls++
+				}
+			}
+			if pulls != 1 {
+				t.Errorf("%d GETs of the manifest by tag recorded, want 1: %+v", pulls, s.Requests())
 			}
 		})
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"github.com/lohisoft/crawl-operator/hack/devcluster/flux"
 	"github.com/lohisoft/crawl-operator/hack/devcluster/hostproc"
 	"github.com/lohisoft/crawl-operator/hack/gitserver"
+	"github.com/lohisoft/crawl-operator/hack/release/helmchart"
 )
 
 // fluxCommand runs `devcluster flux up|fleet|down` (make demo-gitops,
@@ -153,7 +153,6 @@ func fleet(ctx context.Context, o flux.Options, site, imageTag string) error {
 // registry at addr with bin/helm, as make release-push does with a
 // release's; it returns the chart's oci:// URL and version.
 func pushChart(ctx context.Context, o flux.Options, addr string) (url, version string, err error) {
-	helm := filepath.Join(o.Root, "bin", "helm")
 	dir := filepath.Join(o.StateDir, "chart")
 	if err := os.RemoveAll(dir); err != nil {
 		return "", "", err
@@ -166,17 +165,14 @@ func pushChart(ctx context.Context, o flux.Options, addr string) (url, version s
 	if err := yaml.Unmarshal(meta, &chart); err != nil || chart.Version == "" {
 		return "", "", fmt.Errorf("charts/crawl-operator/Chart.yaml: no version (%v)", err)
 	}
-	env := append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(dir, "cache"), "HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_DATA_HOME="+filepath.Join(dir, "data"))
+	h := helmchart.Helm{Bin: filepath.Join(o.Root, "bin", "helm"), Home: filepath.Join(dir, "helm")}
+	tgz, err := h.Package(ctx, filepath.Join(o.Root, "charts", "crawl-operator"), "", "", dir)
+	if err != nil {
+		return "", "", err
+	}
 	url = "oci://" + addr + "/charts"
-	for _, args := range [][]string{
-		{"package", filepath.Join(o.Root, "charts", "crawl-operator"), "--destination", dir},
-		{"push", filepath.Join(dir, "crawl-operator-"+chart.Version+".tgz"), url, "--plain-http"},
-	} {
-		cmd := exec.CommandContext(ctx, helm, args...)
-		cmd.Env = env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", "", fmt.Errorf("helm %s: %w\n%s (make helm-bin builds bin/helm)", args[0], err, out)
-		}
+	if _, err := h.Push(ctx, tgz, url, true); err != nil {
+		return "", "", err
 	}
 	return url + "/crawl-operator", chart.Version, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/lohisoft/crawl-operator/hack/release/changelog"
+	"github.com/lohisoft/crawl-operator/hack/release/helmchart"
 )
 
 // Options say which release to make or push, and where.
@@ -299,12 +300,9 @@ func packageChart(ctx context.Context, helm, root, tmp, chart, version string, d
 	if err := os.WriteFile(values, pinned, 0o644); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, helm, "package", dir, "--version", chart, "--app-version", version, "--destination", out)
-	cmd.Env = append(os.Environ(), helmEnv(tmp)...)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("helm package: %w\n%s", err, b)
-	}
-	return nil
+	h := helmchart.Helm{Bin: helm, Home: filepath.Join(tmp, "helm")}
+	_, err = h.Package(ctx, dir, chart, version, out)
+	return err
 }
 
 // digestValue is image.digest's line in the chart's values.yaml.
@@ -319,15 +317,5 @@ func pinDigest(values []byte, digest v1.Hash) ([]byte, error) {
 		return []byte(strings.Replace(string(values), digestValue, fmt.Sprintf("\n  digest: %q\n", digest.String()), 1)), nil
 	default:
 		return nil, fmt.Errorf("the chart's values.yaml has more than one line %q: cannot tell which is image.digest", strings.TrimSpace(digestValue))
-	}
-}
-
-// helmEnv keeps helm's caches and registry logins in dir, away from the
-// user's.
-func helmEnv(dir string) []string {
-	return []string{
-		"HELM_CACHE_HOME=" + filepath.Join(dir, "helm-cache"),
-		"HELM_CONFIG_HOME=" + filepath.Join(dir, "helm-config"),
-		"HELM_DATA_HOME=" + filepath.Join(dir, "helm-data"),
 	}
 }

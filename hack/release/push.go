@@ -4,14 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"regexp"
+	"path/filepath"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/lohisoft/crawl-operator/hack/release/helmchart"
 )
 
 // Pushed says where a release landed.
@@ -96,7 +97,7 @@ func Push(ctx context.Context, o Options, registry string, insecure bool) (Pushe
 	}
 
 	fmt.Fprintf(o.Log, "pushing the chart to oci://%s/charts\n", registry)
-	chartDigest, err := helmPush(ctx, t.Helm, f.Chart, "oci://"+registry+"/charts", p.PlainHTTP)
+	chartDigest, err := helmchart.Helm{Bin: t.Helm, Home: filepath.Join(tmp, "helm")}.Push(ctx, f.Chart, "oci://"+registry+"/charts", p.PlainHTTP)
 	if err != nil {
 		return p, err
 	}
@@ -156,31 +157,4 @@ func layoutIndex(dir, version string) (v1.ImageIndex, error) {
 		}
 	}
 	return nil, fmt.Errorf("%s has no image tagged %s: run make release VERSION=%s", dir, version, version)
-}
-
-var pushedDigest = regexp.MustCompile(`Digest: (sha256:[0-9a-f]{64})`)
-
-// helmPush pushes a packaged chart and returns the digest of its OCI
-// manifest.
-func helmPush(ctx context.Context, helm, chart, dest string, plain bool) (string, error) {
-	tmp, err := os.MkdirTemp("", "crawl-operator-helm")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	args := []string{"push", chart, dest}
-	if plain {
-		args = append(args, "--plain-http")
-	}
-	cmd := exec.CommandContext(ctx, helm, args...)
-	cmd.Env = append(os.Environ(), helmEnv(tmp)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("helm push: %w\n%s", err, out)
-	}
-	m := pushedDigest.FindSubmatch(out)
-	if m == nil {
-		return "", fmt.Errorf("helm push said no digest:\n%s", out)
-	}
-	return string(m[1]), nil
 }

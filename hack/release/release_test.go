@@ -19,6 +19,7 @@ import (
 
 	"github.com/lohisoft/crawl-operator/hack/devcluster/registry"
 	"github.com/lohisoft/crawl-operator/hack/release/changelog"
+	"github.com/lohisoft/crawl-operator/hack/release/helmchart"
 	"github.com/lohisoft/crawl-operator/internal/repo"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
@@ -230,7 +231,7 @@ func verifyBlob(t *testing.T, cosign, key, file, bundle string, ok bool) {
 func runTool(t *testing.T, bin string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), helmEnv(t.TempDir())...)
+	cmd.Env = helmchart.Helm{Home: t.TempDir()}.Env()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, out)

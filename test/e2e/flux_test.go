@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +23,7 @@ import (
 	"github.com/lohisoft/crawl-operator/hack/devcluster/flux"
 	"github.com/lohisoft/crawl-operator/hack/devcluster/registry"
 	"github.com/lohisoft/crawl-operator/hack/gitserver"
+	"github.com/lohisoft/crawl-operator/hack/release/helmchart"
 	"github.com/lohisoft/crawl-operator/index/store/postgres/pgtest"
 	"github.com/lohisoft/crawl-operator/internal/testutil"
 )
@@ -545,24 +544,14 @@ func (c *realNodeCluster) sourceVerified(t *testing.T) (status, reason, message 
 // manifest's digest.
 func pushUnsignedChart(t *testing.T, helm string, reg *registry.Server, version string) string {
 	t.Helper()
-	dir := t.TempDir()
-	env := append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
-	for _, args := range [][]string{
-		{"package", filepath.Join(repoRoot, "charts", "crawl-operator"), "--version", version, "--app-version", "v" + version, "--destination", dir},
-		{"push", filepath.Join(dir, "crawl-operator-"+version+".tgz"), "oci://" + reg.Addr + "/charts", "--plain-http"},
-	} {
-		cmd := exec.Command(helm, args...)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("helm %s: %v\n%s", args[0], err, out)
-		}
-		if args[0] == "push" {
-			if m := regexp.MustCompile(`Digest: (sha256:[0-9a-f]{64})`).FindSubmatch(out); m != nil {
-				return string(m[1])
-			}
-			t.Fatalf("helm push printed no digest:\n%s", out)
-		}
+	h := helmchart.Helm{Bin: helm, Home: t.TempDir()}
+	tgz, err := h.Package(context.Background(), filepath.Join(repoRoot, "charts", "crawl-operator"), version, "v"+version, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return ""
+	digest, err := h.Push(context.Background(), tgz, "oci://"+reg.Addr+"/charts", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return digest
 }

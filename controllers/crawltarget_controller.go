@@ -455,7 +455,24 @@ func (r *CrawlTargetReconciler) observeRun(ctx context.Context, s *targetScope) 
 		case done:
 			err = r.recordSuccess(ctx, s, name, s.now, time.Time{})
 		case pod == nil:
-			r.recordFailure(s, s.now, causePodDeleted, "crawler Pod was deleted before it finished", "")
+			// Its node may be lost: then the Pod went with it, deleted by
+			// an earlier reconcile's abandonLostRun whose status patch
+			// did not land (a conflict; the retry Pod it started may be
+			// running already), or evicted from the unreachable node by
+			// Kubernetes. Either way the site did nothing wrong.
+			var gone egress.Loss
+			if gone, err = r.lossOfNode(ctx, s, st.EgressNodeName); err != nil {
+				break
+			}
+			if !gone.Lost {
+				r.recordFailure(s, s.now, causePodDeleted, "crawler Pod was deleted before it finished", "")
+				break
+			}
+			if retry := r.Queue.Running(s.ct.UID); retry != nil {
+				// The retry answers the request the lost run did.
+				reopenRequest(st, retry)
+			}
+			r.settleLostRun(ctx, s, name, st.EgressNodeName, gone)
 		case crawlerExitCode(pod) == runreport.ExitEgressUnverified:
 			r.recordEgressUnverified(ctx, s, pod)
 		case crawlerExitCode(pod) == runreport.ExitBadInput:

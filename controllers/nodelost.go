@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -51,8 +52,16 @@ func runNode(pod *corev1.Pod) string {
 // labelled as one reads as gone: its address is no longer published, and
 // a crawl there must not go on either.
 func (r *CrawlTargetReconciler) nodeLoss(ctx context.Context, s *targetScope, pod *corev1.Pod) (egress.Loss, error) {
-	name := runNode(pod)
-	if name == "" || crawlpod.Finished(pod) {
+	if crawlpod.Finished(pod) {
+		return egress.Loss{}, nil
+	}
+	return r.lossOfNode(ctx, s, runNode(pod))
+}
+
+// lossOfNode says whether the egress node name is lost at this reconcile;
+// no name, no loss.
+func (r *CrawlTargetReconciler) lossOfNode(ctx context.Context, s *targetScope, name string) (egress.Loss, error) {
+	if name == "" {
 		return egress.Loss{}, nil
 	}
 	n := &corev1.Node{}
@@ -93,18 +102,27 @@ func (r *CrawlTargetReconciler) abandonLostRun(ctx context.Context, s *targetSco
 	// busy, and the retry below would wait for it.
 	r.Queue.Forget(client.ObjectKeyFromObject(pod))
 	reopenRequest(&s.ct.Status, pod)
-	run, node := s.ct.Status.Runs, runNode(pod)
-	s.note = fmt.Sprintf("crawl %d was lost: %s, longer than %s; retried on another egress node, not counted as a failure", run, loss.Why, r.lostAfter())
-	regarding := r.nodeObject(ctx, node)
-	s.onCommit(func() {
-		crawlsLost.WithLabelValues(node).Inc()
-		r.Recorder.Eventf(regarding, pod, corev1.EventTypeWarning, ReasonEgressNodeLost, "Crawl",
-			"crawler Pod %s/%s deleted: %s, longer than %s", pod.Namespace, pod.Name, loss.Why, r.lostAfter())
-		r.Recorder.Eventf(s.ct, pod, corev1.EventTypeNormal, ReasonEgressNodeLost, "Crawl",
-			"crawl %d lost with its node: %s; retried on another egress node", run, loss.Why)
-	})
+	r.settleLostRun(ctx, s, pod.Name, runNode(pod), loss)
 	return nil
 }
+
+// settleLostRun records the current run as lost with its node, not as the
+// site's failure, and says so once the status lands: in the Crawling
+// condition, an Event on the Node and one on the target, and the metric.
+func (r *CrawlTargetReconciler) settleLostRun(ctx context.Context, s *targetScope, podName, node string, loss egress.Loss) {
+	run := s.ct.Status.Runs
+	s.note = fmt.Sprintf("crawl %d was lost: %s, longer than %s; retried on another egress node, not counted as a failure", run, loss.Why, r.lostAfter())
+	regarding := r.nodeObject(ctx, node)
+	related := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.ct.Namespace, Name: podName}}
+	s.onCommit(func() {
+		crawlsLost.WithLabelValues(node).Inc()
+		r.Recorder.Eventf(regarding, related, corev1.EventTypeWarning, ReasonEgressNodeLost, "Crawl",
+			"crawler Pod %s/%s deleted: %s, longer than %s", s.ct.Namespace, podName, loss.Why, r.lostAfter())
+		r.Recorder.Eventf(s.ct, related, corev1.EventTypeNormal, ReasonEgressNodeLost, "Crawl",
+			"crawl %d lost with its node: %s; retried on another egress node", run, loss.Why)
+	})
+}
+
 
 // crawlNote is what the Crawling condition adds about the run's node:
 // this reconcile's finding, or why the running crawl was started again.

@@ -1,14 +1,22 @@
 package controllers_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"path"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -84,11 +92,34 @@ func crawlingMessage(t *testing.T, ct *crawlv1.CrawlTarget, want ...string) func
 // and the crawl runs on the other node, not counted as a failure; the
 // node takes no crawl until it is Ready again, and then it does.
 func TestLostEgressNodeMovesTheCrawl(t *testing.T) {
-	for name, ip := range map[string]string{"lost-a": "79.139.58.98", "lost-b": "79.139.58.121"} {
+	lostNodeMovesTheCrawl(t, "lost", nil)
+}
+
+// The same, when the status patch of the reconcile that deletes the lost
+// node's Pod and starts the retry is refused (a conflict, as when anything
+// else wrote the target meanwhile): the next reconcile finds the run's Pod
+// gone and its node lost, and records the same as the refused patch would
+// have, not "crawler Pod was deleted before it finished" (once seen in CI
+// under load).
+func TestLostEgressNodeMovesTheCrawlThroughAConflict(t *testing.T) {
+	refuse := &conflictOnce{path: "/crawltargets/first/status", body: `"runs":2`}
+	lostNodeMovesTheCrawl(t, "lostc", refuse)
+	if !refuse.fired.Load() {
+		t.Error("no status patch starting run 2 was refused: the test tested nothing")
+	}
+}
+
+func lostNodeMovesTheCrawl(t *testing.T, prefix string, refuse *conflictOnce) {
+	nodeA, nodeB := prefix+"-a", prefix+"-b"
+	for name, ip := range map[string]string{nodeA: "79.139.58.98", nodeB: "79.139.58.121"} {
 		createEgressNode(t, name, ip)
 	}
 	ns := newNamespace(t)
-	op := startOperator(t, operatorOptions{maxPerNode: 2, namespaces: []string{ns}})
+	opts := operatorOptions{maxPerNode: 2, namespaces: []string{ns}}
+	if refuse != nil {
+		opts.wrap = refuse.wrap
+	}
+	op := startOperator(t, opts)
 	target := func(name string) *crawlv1.CrawlTarget {
 		return createTarget(t, ns, name, "https://"+name+".lost.example.com/")
 	}
@@ -97,9 +128,9 @@ func TestLostEgressNodeMovesTheCrawl(t *testing.T) {
 	p1 := waitPod(t, first, 1)
 	bindPod(t, p1)
 	setPodPhase(t, p1, corev1.PodRunning, 0)
-	lost, other := nodeOf(p1), "lost-a"
+	lost, other := nodeOf(p1), nodeA
 	if lost == other {
-		other = "lost-b"
+		other = nodeB
 	}
 
 	// 1. The kubelet stops; the node is marked Unknown. Within the grace
@@ -116,6 +147,9 @@ func TestLostEgressNodeMovesTheCrawl(t *testing.T) {
 	// bound and no kubelet will ever confirm, and the crawl starts again
 	// on the other node.
 	op.clock.SetTime(since.Add(egress.DefaultLostAfter + time.Second))
+	if refuse != nil {
+		refuse.armed.Store(true)
+	}
 	poke(t, first)
 	eventually(t, "the lost node's Pod is gone", func() error {
 		return isNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(p1), &corev1.Pod{}))
@@ -195,3 +229,40 @@ func TestGoneEgressNodeMovesTheCrawlAtOnce(t *testing.T) {
 	}
 	eventually(t, "the Crawling condition says the node is gone", crawlingMessage(t, ct, "egress node gone-a is gone"))
 }
+
+// conflictOnce refuses, with 409 Conflict as the API server's optimistic
+// lock does, the first armed request to a path ending in path whose body
+// holds body; the API server never sees it.
+type conflictOnce struct {
+	path, body   string
+	armed, fired atomic.Bool
+}
+
+func (c *conflictOnce) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodPatch || !strings.HasSuffix(req.URL.Path, c.path) || !c.armed.Load() || req.Body == nil {
+			return next.RoundTrip(req)
+		}
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		if !strings.Contains(string(b), c.body) || !c.fired.CompareAndSwap(false, true) {
+			return next.RoundTrip(req)
+		}
+		st := apierrors.NewConflict(schema.GroupResource{Group: crawlv1.GroupVersion.Group, Resource: "crawltargets"},
+			path.Base(path.Dir(req.URL.Path)), fmt.Errorf("the object has been modified (injected by the test)")).Status()
+		st.Kind, st.APIVersion = "Status", "v1"
+		status, err := json.Marshal(st)
+		if err != nil {
+			return nil, err
+		}
+		return &http.Response{StatusCode: http.StatusConflict, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(bytes.NewReader(status)), Request: req}, nil
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -98,6 +99,9 @@ type operatorOptions struct {
 	zone dnstest.Zone
 	// echoURL, when set, is --egress-echo-url.
 	echoURL string
+	// wrap, when set, wraps the manager's connection to the API server:
+	// a fault between the operator and a real API server.
+	wrap func(http.RoundTripper) http.RoundTripper
 }
 
 // The manager's namespace and results port as the crawler NetworkPolicy
@@ -139,7 +143,12 @@ func startOperator(t *testing.T, opts operatorOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op := operatortest.New(t, restConfig, o)
+	cfg := restConfig
+	if opts.wrap != nil {
+		cfg = rest.CopyConfig(restConfig)
+		cfg.Wrap(opts.wrap)
+	}
+	op := operatortest.New(t, cfg, o)
 	reads := &atomic.Int64{}
 	op.Results.Reader = countingReader{Reader: op.Results.Reader, n: reads}
 	op.Start(t)

@@ -151,6 +151,7 @@ type checker struct {
 	repoURL  string          // this repository, as the examples' sources name it
 	group    string          // API group of this repository's CRDs
 	chart    map[string]any  // the chart's default values
+	version  string          // the chart's version: the release the examples install
 	created  map[string]bool // namespaces the examples create
 	problems []string
 }
@@ -170,7 +171,25 @@ func newChecker(t *testing.T, set exampleSet) *checker {
 	if err := yaml.Unmarshal(b, &c.chart); err != nil {
 		t.Fatal(err)
 	}
+	b, err = os.ReadFile(filepath.Join(repoRoot, "charts", "crawl-operator", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct{ Version string }
+	if err := yaml.Unmarshal(b, &meta); err != nil || meta.Version == "" {
+		t.Fatalf("Chart.yaml: no version (%v)", err)
+	}
+	c.version = meta.Version
 	return c
+}
+
+// releaseVersion checks that an example installs the release of this
+// checkout's chart, by its version or a digest (which cannot be checked
+// here): an example left at an older release would install that.
+func (c *checker) releaseVersion(d doc, field, v string) {
+	if v != c.version && !strings.HasPrefix(v, "sha256:") {
+		c.errorf(d, "%s %q is not the chart's version (%s in Chart.yaml): the example would install another release", field, v, c.version)
+	}
 }
 
 // crdGroup is the API group of config/crd/bases.
@@ -417,6 +436,7 @@ func (c *checker) ociRelease(d doc, ref map[string]any) bool {
 		c.errorf(*src, "spec.url %q is not the project's released chart (%s)", url, releaseChartURL)
 		return false
 	}
+	c.releaseVersion(*src, "spec.ref.tag", str(o, "spec", "ref", "tag"))
 	if mt := str(o, "spec", "layerSelector", "mediaType"); mt != "application/vnd.cncf.helm.chart.content.v1.tar+gzip" {
 		c.errorf(*src, "spec.layerSelector.mediaType %q: a HelmRelease needs the chart's layer (application/vnd.cncf.helm.chart.content.v1.tar+gzip)", mt)
 	}
@@ -631,6 +651,15 @@ func (c *checker) fluxOrder() {
 func (c *checker) application(d doc) {
 	o := d.obj.Object
 	src, _, _ := unstructured.NestedMap(o, "spec", "source")
+	vals, _, _ := unstructured.NestedMap(src, "helm", "valuesObject")
+	if str(src, "repoURL") == releaseChartURL {
+		c.releaseVersion(d, "spec.source.targetRevision", str(src, "targetRevision"))
+		if p := str(src, "path"); p != "." {
+			c.errorf(d, "spec.source.path %q: Argo CD reads an OCI Helm chart from the artifact's root (path: .)", p)
+		}
+		c.chartValues(d, "spec.source.helm.valuesObject", merge(c.chart, vals), str(o, "spec", "destination", "namespace"))
+		return
+	}
 	if strings.TrimSuffix(str(src, "repoURL"), ".git") != c.repoURL {
 		return
 	}
@@ -640,7 +669,6 @@ func (c *checker) application(d doc) {
 		return
 	}
 	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err == nil {
-		vals, _, _ := unstructured.NestedMap(src, "helm", "valuesObject")
 		c.chartValues(d, "spec.source.helm.valuesObject", merge(c.chart, vals), str(o, "spec", "destination", "namespace"))
 		return
 	}
@@ -796,8 +824,17 @@ func TestCheckerCatchesEachBreakage(t *testing.T) {
 			drop(t, s, "GitRepository", "flux-system", "crawl-operator")
 		}, `names GitRepository flux-system/crawl-operator`},
 		"Application path wrong": {func(t *testing.T, s *exampleSet) {
-			setField(t, s, "Application", "crawl-operator", "chart/crawl-operator", "spec", "source", "path")
-		}, `spec.source.path "chart/crawl-operator" is no directory`},
+			setField(t, s, "Application", "crawl-sites", "config/sample", "spec", "source", "path")
+		}, `spec.source.path "config/sample" is no directory`},
+		"Application chart path wrong": {func(t *testing.T, s *exampleSet) {
+			setField(t, s, "Application", "crawl-operator", "charts/crawl-operator", "spec", "source", "path")
+		}, `spec.source.path "charts/crawl-operator": Argo CD reads an OCI Helm chart from the artifact's root`},
+		"Application at an older release": {func(t *testing.T, s *exampleSet) {
+			setField(t, s, "Application", "crawl-operator", "0.1.0", "spec", "source", "targetRevision")
+		}, `spec.source.targetRevision "0.1.0" is not the chart's version`},
+		"OCIRepository at an older release": {func(t *testing.T, s *exampleSet) {
+			setField(t, s, "OCIRepository", "crawl-operator", "0.1.0", "spec", "ref", "tag")
+		}, `spec.ref.tag "0.1.0" is not the chart's version`},
 		"sites Application without retry": {func(t *testing.T, s *exampleSet) {
 			unstructured.RemoveNestedField(get(t, s, "Application", "crawl-sites").Object, "spec", "syncPolicy", "retry")
 		}, `without spec.syncPolicy.retry`},

@@ -14,6 +14,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -98,6 +99,7 @@ func refusals() map[string]refusal {
 		"egress node label removed":          {vals("egress.nodeLabel", nil), "/egress", "missing property 'nodeLabel'", []string{props + "egress/required"}},
 		"bot IPs URL removed":                {vals("bot.ipsURL", nil), "/bot", "missing property 'ipsURL'", []string{props + "bot/required"}},
 		"metrics secure removed":             {vals("metrics.secure", nil), "/metrics", "missing property 'secure'", []string{props + "metrics/required"}},
+		"runbook URL removed":                {vals("prometheusRule.runbookBaseURL", nil), "/prometheusRule", "missing property 'runbookBaseURL'", []string{props + "prometheusRule/required"}},
 		"network policy switch removed":      {vals("networkPolicy.enabled", nil), "/networkPolicy", "missing property 'enabled'", []string{props + "networkPolicy/required"}},
 		"storage type removed":               {vals("storage.type", nil), "/storage", "missing property 'type'", []string{props + "storage/required"}},
 		"image repository removed":           {vals("image.repository", nil), "/image", "missing property 'repository'", []string{props + "image/required"}},
@@ -467,11 +469,15 @@ func TestEveryTemplateFailHasARefusal(t *testing.T) {
 	}
 }
 
-// A key left empty in a values file (or --set KEY=null) deletes the
-// chart's default. For every key of values.yaml, alone and with every
-// feature on, that either renders or is refused by the schema or
-// templates/validate.yaml, never by a template failing on the missing
-// value ("nil pointer evaluating interface {}.enabled").
+// A key left empty in a values file (or --set KEY=null, Helm's documented
+// way to remove a default) deletes the chart's default. For every key of
+// values.yaml, alone and with every feature on, that either renders or is
+// refused by the schema or templates/validate.yaml, never by a template
+// failing on the missing value ("nil pointer evaluating interface
+// {}.enabled"); and what renders holds no value made of Go's formatting of
+// nothing (null manager.leaderElection, logLevel, crawler.minCrawlDelay
+// and others rendered --leader-elect=%!t(<nil>) and the like, and the
+// manager would not start).
 func TestEmptyValuesAreRefusedClearly(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(chartPath, "values.yaml"))
 	if err != nil {
@@ -496,13 +502,36 @@ func TestEmptyValuesAreRefusedClearly(t *testing.T) {
 	for _, path := range paths {
 		for base, features := range map[string]map[string]any{"defaults": nil, "all features": allFeatures()} {
 			v := chartutil.MergeTables(vals(path, nil), features)
-			_, err := render(t, v)
+			objs, err := render(t, v)
 			if err != nil && !strings.Contains(err.Error(), "values don't meet the specifications of the schema") &&
 				!strings.Contains(err.Error(), "execution error at (crawl-operator/templates/validate.yaml") {
 				t.Errorf("%s=null (%s): %v", path, base, err)
 			}
+			for _, o := range objs {
+				if line := goFormatGarbage(t, o); line != "" {
+					t.Errorf("%s=null (%s): %s %s renders %q: refuse a null %s, or treat it as unset", path, base, o.GetKind(), o.GetName(), line, path)
+				}
+			}
 		}
 	}
+}
+
+// goFormatGarbage returns the first line of o that holds what
+// text/template and fmt write for a value that is not there.
+func goFormatGarbage(t *testing.T, o *unstructured.Unstructured) string {
+	t.Helper()
+	y, err := yaml.Marshal(o.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(y), "\n") {
+		for _, g := range []string{"%!", "<nil>", "<no value>"} {
+			if strings.Contains(line, g) {
+				return strings.TrimSpace(line)
+			}
+		}
+	}
+	return ""
 }
 
 func chartAndSchema(t *testing.T) (*chart.Chart, map[string]any) {

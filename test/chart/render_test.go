@@ -544,8 +544,8 @@ func TestGitOpsExamplesUseValidValues(t *testing.T) {
 	if kind, _, _ := unstructured.NestedString(hr.Object, "spec", "chartRef", "kind"); kind != "OCIRepository" {
 		t.Errorf("HelmRelease chartRef kind = %q, want the released chart's OCIRepository", kind)
 	}
-	if path, _, _ := unstructured.NestedString(app.Object, "spec", "source", "path"); path != "charts/crawl-operator" {
-		t.Errorf("Application path = %q", path)
+	if url, _, _ := unstructured.NestedString(app.Object, "spec", "source", "repoURL"); url != "oci://ghcr.io/lohisoft/charts/crawl-operator" {
+		t.Errorf("Application repoURL = %q, want the released chart", url)
 	}
 	for name, fields := range map[string][]string{
 		"HelmRelease": {"spec", "values"}, "Application": {"spec", "source", "helm", "valuesObject"},

@@ -123,7 +123,6 @@ func (r *CrawlTargetReconciler) settleLostRun(ctx context.Context, s *targetScop
 	})
 }
 
-
 // crawlNote is what the Crawling condition adds about the run's node:
 // this reconcile's finding, or why the running crawl was started again.
 func crawlNote(s *targetScope) string {
